@@ -1,0 +1,182 @@
+/* rdmaps transport API ("rt"): one-sided operations on remote registered
+ * regions, over verbs (librdmacm + RC QPs) or TCP, chosen once at set-up.
+ *
+ * Model
+ *  - A process creates one rt_ctx (transport chosen here: auto | rdma | tcp).
+ *  - Memory that takes part in operations is described per connection by
+ *    grants: {id, addr, len, rights}.  rights == 0 means "local only" (a
+ *    source/sink buffer of this side's own operations, never advertised);
+ *    RT_RIGHT_READ/WRITE/ATOMIC are what the *peer* may do.  The verbs
+ *    backend uses one protection domain per connection, so a region granted
+ *    to peer A is not reachable with any key by peer B (least privilege).
+ *  - A server listens on host:port; rt_accept() returns a pending request
+ *    with the peer's hello (role, index, layout hash); the server answers
+ *    with rt_accept_grant() (its grants for that peer) or rt_reject().
+ *  - A client rt_connect()s with its hello and its own grants.
+ *  - During set-up each side sends the other a table of its advertised
+ *    grants as fixed-size little-endian versioned descriptors (rt_desc.h).
+ *  - Operations name local memory by (local grant id, offset) and remote
+ *    memory by (remote grant id, offset).  They are posted asynchronously;
+ *    RT_F_SIGNALED ones produce a completion for rt_poll().  Unsignaled ops
+ *    produce a completion only when they fail.  Operations on one connection
+ *    are executed at the target in posting order.
+ *  - Every wait takes a timeout in milliseconds; nothing blocks forever.
+ *
+ * Threading: one thread drives a given rt_conn (post + poll).  Different
+ * connections may be driven from different threads.  The TCP backend runs one
+ * progress thread per rt_ctx that serves peers' operations on our grants.
+ * Atomics (FETCH_ADD, CMP_SWAP) on a region are atomic with respect to each
+ * other and to the owner's local __atomic operations on the same 8-byte word.
+ */
+#ifndef RDMAPS_RT_H
+#define RDMAPS_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/status.h"
+
+struct rt_ctx;      /* process-wide transport context */
+struct rt_listener; /* a listening endpoint */
+struct rt_request;  /* a pending incoming connection */
+struct rt_conn;     /* an established connection */
+
+enum rt_kind { RT_AUTO = 0, RT_RDMA = 1, RT_TCP = 2 };
+
+/* What the peer may do with a granted region. */
+enum rt_rights {
+	RT_RIGHT_NONE = 0, /* local buffer of my own ops only */
+	RT_RIGHT_READ = 1u << 0,
+	RT_RIGHT_WRITE = 1u << 1,
+	RT_RIGHT_ATOMIC = 1u << 2,
+};
+
+#define RT_MAX_GRANTS 16      /* ids are 0..RT_MAX_GRANTS-1, per side, per conn */
+#define RT_TOKEN_MAX 40       /* auth token bytes carried in the handshake */
+
+struct rt_ctx_cfg {
+	enum rt_kind kind;        /* RT_AUTO: verbs if an active device serves bind_host, else TCP */
+	const char *bind_host;    /* address used to probe for a device with RT_AUTO (may be NULL) */
+	int timeout_ms;           /* default timeout for set-up waits (0 -> 10000) */
+	const char *auth_token;   /* NULL or "" = none; at most RT_TOKEN_MAX bytes used */
+	int numa_node;            /* -1 = near the RDMA device (hwloc), or local node */
+};
+
+struct rt_grant {
+	uint32_t id;              /* < RT_MAX_GRANTS, unique per side of a conn */
+	void *addr;
+	size_t len;
+	unsigned rights;          /* enum rt_rights bits */
+};
+
+/* Identity a client announces; the server decides grants from it. */
+struct rt_hello {
+	uint8_t role;             /* application-defined: e.g. 1 = worker */
+	uint32_t index;           /* task index */
+	uint64_t layout_hash;     /* application-defined compatibility check */
+};
+
+/* A remote region as learned from the peer's descriptor table. */
+struct rt_remote {
+	uint32_t id;
+	uint64_t addr;
+	uint64_t len;
+	uint32_t rkey;
+	unsigned rights;
+};
+
+enum rt_op { RT_OP_READ = 1, RT_OP_WRITE, RT_OP_FETCH_ADD, RT_OP_CMP_SWAP };
+
+struct rt_completion {
+	uint64_t wr_id;
+	enum rt_op op;
+	int status;               /* RDMAPS_OK or negative rdmaps_status */
+};
+
+/* flags for operations */
+#define RT_F_SIGNALED 1u      /* produce a completion */
+#define RT_F_INLINE   2u      /* hint: small payload may be inlined */
+#define RT_F_FENCE    4u      /* wait for earlier READ/ATOMIC on this conn first */
+
+/* --- context ----------------------------------------------------------- */
+
+/* Create a context.  Returns RDMAPS_OK and sets *ctx, or RDMAPS_E_NODEV when
+ * RT_RDMA is forced and no active device exists, RDMAPS_E_NOMEM, ... */
+int rt_ctx_new(const struct rt_ctx_cfg *cfg, struct rt_ctx **ctx);
+/* Destroy (connections must be closed first); sets *ctx = NULL; NULL ok. */
+int rt_ctx_delete(struct rt_ctx **ctx);
+/* The transport actually in use: RT_RDMA or RT_TCP. */
+enum rt_kind rt_ctx_kind(const struct rt_ctx *ctx);
+const char *rt_kind_name(enum rt_kind k);
+/* Parse "auto" | "rdma" | "tcp"; returns RDMAPS_E_INVAL otherwise. */
+int rt_kind_parse(const char *s, enum rt_kind *k);
+
+/* Memory suitable for registration: page-aligned, zeroed, on the context's
+ * NUMA node (near the RDMA device when known).  Free with rt_free(). */
+void *rt_alloc(struct rt_ctx *ctx, size_t len);
+void rt_free(struct rt_ctx *ctx, void *p, size_t len);
+
+/* --- connection set-up --------------------------------------------------- */
+
+/* Listen on host:port ("0.0.0.0" allowed for TCP; port 0 = ephemeral, see
+ * rt_listener_port). */
+int rt_listen(struct rt_ctx *ctx, const char *host, uint16_t port,
+	      struct rt_listener **lst);
+uint16_t rt_listener_port(const struct rt_listener *lst);
+int rt_listener_delete(struct rt_listener **lst);
+
+/* Wait up to timeout_ms for a connection request.  The auth token has
+ * already been checked (a wrong token is refused, logged, and not returned;
+ * the wait continues).  RDMAPS_E_TIMEOUT when none arrived. */
+int rt_accept(struct rt_listener *lst, int timeout_ms, struct rt_request **req);
+const struct rt_hello *rt_request_hello(const struct rt_request *req);
+/* Complete the connection, granting the peer these regions. Frees req. */
+int rt_accept_grant(struct rt_request **req, const struct rt_grant *grants,
+		    int ngrants, struct rt_conn **conn);
+/* Refuse the connection (peer gets RDMAPS_E_REFUSED). Frees req. */
+int rt_reject(struct rt_request **req);
+
+/* Connect to host:port, announcing hello and granting the server grants.
+ * Errors: RDMAPS_E_UNREACHABLE, RDMAPS_E_REFUSED, RDMAPS_E_AUTH,
+ * RDMAPS_E_TIMEOUT, RDMAPS_E_NODEV. */
+int rt_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
+	       const struct rt_hello *hello, const struct rt_grant *grants,
+	       int ngrants, int timeout_ms, struct rt_conn **conn);
+
+/* Close; sets *conn = NULL; NULL ok. */
+int rt_conn_delete(struct rt_conn **conn);
+
+/* The region the peer advertised under id, or NULL. */
+const struct rt_remote *rt_conn_remote(const struct rt_conn *conn, uint32_t id);
+const struct rt_hello *rt_conn_hello(const struct rt_conn *conn); /* server side: peer's hello */
+
+/* --- operations (hot path: no malloc, no lock) ---------------------------- */
+
+/* READ len bytes of remote (rid, roff) into local (lid, loff). */
+int rt_read(struct rt_conn *c, uint32_t lid, size_t loff, uint32_t rid,
+	    uint64_t roff, size_t len, uint64_t wr_id, unsigned flags);
+/* WRITE len bytes of local (lid, loff) to remote (rid, roff). */
+int rt_write(struct rt_conn *c, uint32_t lid, size_t loff, uint32_t rid,
+	     uint64_t roff, size_t len, uint64_t wr_id, unsigned flags);
+/* 8-byte aligned atomics; the old remote value lands in local (lid, loff). */
+int rt_fetch_add(struct rt_conn *c, uint32_t lid, size_t loff, uint32_t rid,
+		 uint64_t roff, uint64_t add, uint64_t wr_id, unsigned flags);
+int rt_cmp_swap(struct rt_conn *c, uint32_t lid, size_t loff, uint32_t rid,
+		uint64_t roff, uint64_t expect, uint64_t desired,
+		uint64_t wr_id, unsigned flags);
+
+/* Poll up to max completions, waiting up to timeout_ms (0 = do not wait).
+ * Returns the number (>= 0) or a negative status (RDMAPS_E_PEER_GONE when
+ * the connection broke; pending operations then complete with an error).
+ * The status of a failed remote access is RDMAPS_E_REMOTE_ACCESS. */
+int rt_poll(struct rt_conn *c, struct rt_completion *comps, int max,
+	    int timeout_ms);
+
+/* Convenience: post nothing, wait until every operation posted so far on c
+ * (signaled or not) has completed; returns the first error seen. */
+int rt_flush(struct rt_conn *c, int timeout_ms);
+
+/* Last error text on this connection (peer-supplied detail for TCP). */
+const char *rt_conn_errmsg(const struct rt_conn *c);
+
+#endif
