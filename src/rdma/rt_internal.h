@@ -1,0 +1,94 @@
+/* Internal: the ops table each transport backend provides.  rt.c holds the
+ * public rt_* functions; each is a thin dispatch through ctx->ops or
+ * conn->ops.  The ps and worker never see a backend directly.
+ *
+ * Every backend object starts with the matching *_base struct so rt.c can
+ * reach the ops table and the common fields without knowing the backend. */
+#ifndef RDMAPS_RT_INTERNAL_H
+#define RDMAPS_RT_INTERNAL_H
+
+#include "rt.h"
+
+struct rt_ops;
+
+struct rt_ctx {
+	const struct rt_ops *ops;
+	enum rt_kind kind;          /* RT_RDMA or RT_TCP, never RT_AUTO */
+	int timeout_ms;
+	char token[RT_TOKEN_MAX];   /* zero-padded */
+	size_t token_len;
+	int numa_node;              /* resolved node, -1 = default policy */
+	void *backend;              /* backend-private state */
+};
+
+struct rt_listener {
+	struct rt_ctx *ctx;
+	uint16_t port;
+	void *backend;
+};
+
+struct rt_request {
+	struct rt_ctx *ctx;
+	struct rt_hello hello;
+	void *backend;
+};
+
+/* Local grants are looked up by id in O(1) on the hot path. */
+struct rt_local {
+	void *addr;
+	size_t len;
+	unsigned rights;
+	uint32_t lkey;              /* verbs only */
+	void *mr;                   /* verbs only: struct ibv_mr * */
+	int valid;
+};
+
+struct rt_conn {
+	const struct rt_ops *ops;
+	struct rt_ctx *ctx;
+	struct rt_hello peer_hello; /* server side: what the client announced */
+	struct rt_local local[RT_MAX_GRANTS];
+	struct rt_remote remote[RT_MAX_GRANTS];
+	int remote_valid[RT_MAX_GRANTS];
+	char errmsg[160];
+	void *backend;
+};
+
+struct rt_ops {
+	const char *name;
+	int (*ctx_init)(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg);
+	void (*ctx_fini)(struct rt_ctx *ctx);
+	int (*listen)(struct rt_ctx *ctx, const char *host, uint16_t port,
+		      struct rt_listener *lst);
+	void (*listener_fini)(struct rt_listener *lst);
+	int (*accept)(struct rt_listener *lst, int timeout_ms, struct rt_request *req);
+	int (*accept_grant)(struct rt_request *req, const struct rt_grant *g, int n,
+			    struct rt_conn *conn);
+	void (*reject)(struct rt_request *req);
+	int (*connect)(struct rt_ctx *ctx, const char *host, uint16_t port,
+		       const struct rt_hello *hello, const struct rt_grant *g, int n,
+		       int timeout_ms, struct rt_conn *conn);
+	void (*conn_fini)(struct rt_conn *conn);
+	int (*post)(struct rt_conn *c, enum rt_op op, uint32_t lid, size_t loff,
+		    uint32_t rid, uint64_t roff, size_t len, uint64_t a, uint64_t b,
+		    uint64_t wr_id, unsigned flags);
+	int (*poll)(struct rt_conn *c, struct rt_completion *comps, int max, int timeout_ms);
+	int (*flush)(struct rt_conn *c, int timeout_ms);
+};
+
+extern const struct rt_ops rt_tcp_ops;
+extern const struct rt_ops rt_verbs_ops;
+
+/* Implemented by the verbs backend: is there an active RDMA device that
+ * serves host (NULL = any)?  Used by RT_AUTO. */
+int rt_verbs_probe(const char *host);
+
+/* rt.c helpers shared by backends */
+/* Validate (lid,loff,len) against the local table and (rid,roff,len) against
+ * the remote table and the needed right; RDMAPS_E_INVAL / RDMAPS_E_REMOTE_ACCESS. */
+int rt_check_op(const struct rt_conn *c, enum rt_op op, uint32_t lid, size_t loff,
+		uint32_t rid, uint64_t roff, size_t len);
+void rt_conn_set_err(struct rt_conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif
