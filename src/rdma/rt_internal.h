@@ -91,4 +91,13 @@ int rt_check_op(const struct rt_conn *c, enum rt_op op, uint32_t lid, size_t lof
 void rt_conn_set_err(struct rt_conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Copy and validate grants into c->local (id < RT_MAX_GRANTS, unique, addr and
+ * len nonzero, known rights bits); RDMAPS_E_INVAL otherwise.  (rt.c) */
+int rt_grants_to_local(struct rt_conn *c, const struct rt_grant *g, int n);
+
+/* NUMA node nearest to a verbs device (hwloc), or -1 when unknown or the
+ * machine has a single node.  (numa.c) */
+struct ibv_device;
+int rt_numa_node_of_device(struct ibv_device *dev);
+
 #endif
