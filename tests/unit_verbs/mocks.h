@@ -1,0 +1,59 @@
+/* Mocks of the ibv_* / rdma_* calls the verbs backend makes: the unit test
+ * links these instead of libibverbs / librdmacm.  Knobs make one call fail
+ * or one cm event differ; counters check that unwinding frees what was made. */
+#ifndef UNIT_VERBS_MOCKS_H
+#define UNIT_VERBS_MOCKS_H
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define MOCK_NO_EVENT (-1)
+
+struct mock_knobs {
+	int fail_alloc_pd;        /* ibv_alloc_pd returns NULL */
+	int fail_reg_mr_at;       /* 1-based: the Nth ibv_reg_mr fails (0 = never) */
+	int fail_create_cq;
+	int fail_create_qp;
+	int addr_event;           /* event after rdma_resolve_addr (default ADDR_RESOLVED) */
+	int addr_status;
+	int route_event;          /* after rdma_resolve_route */
+	int connect_event;        /* after rdma_connect (default ESTABLISHED) */
+	uint8_t rej_data[8];      /* private data of a REJECTED event */
+	uint8_t rej_len;
+	int accept_event;         /* after rdma_accept (default ESTABLISHED) */
+	int ndevices;             /* ibv_get_device_list */
+	/* the peer's grants table, delivered into the pre-posted RECV when the
+	 * control SEND is posted */
+	uint8_t peer_table[1024];
+	uint32_t peer_table_len;
+	int no_peer_table;        /* never deliver it */
+	int auto_complete;        /* signaled RDMA ops complete successfully at once */
+};
+
+struct mock_counts {
+	int channels, ids, pds, mrs, cqs, qps;  /* live objects */
+	int reg_mr_calls;
+	int rejects;
+	uint8_t last_reject[8];
+	uint8_t last_reject_len;
+	int accepts, connects, disconnects;
+	int posts;                              /* ibv_post_send calls */
+	struct ibv_send_wr last_wr;
+	struct ibv_sge last_sge;
+	unsigned last_access;
+};
+
+extern struct mock_knobs mock_k;
+extern struct mock_counts mock_c;
+
+void mock_reset(void);
+/* Queue a cm event on a channel (CONNECT_REQUEST creates a child id). */
+void mock_queue_event(struct rdma_event_channel *ch, struct rdma_cm_id *id,
+		      enum rdma_cm_event_type t, int status, const void *pd,
+		      uint8_t pd_len);
+/* Queue a work completion on the (single) mock CQ. */
+void mock_queue_wc(uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op,
+		   uint32_t byte_len);
+struct rdma_cm_id *mock_new_child_id(void);
+
+#endif
