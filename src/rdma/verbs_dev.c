@@ -71,6 +71,40 @@ int rt_verbs_probe(const char *host)
 	return 1;
 }
 
+/* NUMA node of the device serving host (or of the first active one). */
+static int device_numa_node(const char *host)
+{
+	struct ibv_device **list;
+	struct ibv_device *dev = NULL;
+	int n = 0, node = -1;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return -1;
+	if (host && *host) {
+		struct rdma_cm_id *id = NULL;
+		struct addrinfo hints, *ai = NULL;
+
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_flags = AI_PASSIVE;
+		if (getaddrinfo(host, NULL, &hints, &ai) == 0 && ai) {
+			if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0) {
+				if (rdma_bind_addr(id, ai->ai_addr) == 0 && id->verbs)
+					node = rt_numa_node_of_device(id->verbs->device);
+				rdma_destroy_id(id);
+			}
+			freeaddrinfo(ai);
+		}
+	}
+	for (int i = 0; node < 0 && !dev && i < n; i++)
+		if (dev_has_active_port(list[i]))
+			dev = list[i];
+	if (node < 0 && dev)
+		node = rt_numa_node_of_device(dev);
+	ibv_free_device_list(list);
+	return node;
+}
+
 int verbs_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
 {
 	if (!rt_verbs_probe(cfg ? cfg->bind_host : NULL)) {
@@ -79,6 +113,8 @@ int verbs_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
 			    cfg && cfg->bind_host ? cfg->bind_host : "");
 		return RDMAPS_E_NODEV;
 	}
+	if (cfg && cfg->numa_node < 0)
+		ctx->numa_node = device_numa_node(cfg->bind_host);
 	ctx->backend = NULL; /* all verbs state is per connection */
 	return RDMAPS_OK;
 }

@@ -51,9 +51,9 @@ static void mark_broken(struct rt_conn *c, int st, const char *what,
 		return;
 	vc->broken = st;
 	if (st == RDMAPS_E_REMOTE_ACCESS)
-		rt_conn_set_err(c, "verbs: %s refused by the target (%s): QP now in error "
-				"state (verbs semantics), this conn is unusable; the target "
-				"still serves its other peers", what, ibv_wc_status_str(ws));
+		rt_conn_set_err(c, "verbs: %s refused by the target (%s); QP now in error "
+				"state (verbs semantics): conn unusable, target still serves "
+				"other peers", what, ibv_wc_status_str(ws));
 	else
 		rt_conn_set_err(c, "verbs: %s failed: %s (%s); connection unusable", what,
 				rdmaps_strerror(st), ibv_wc_status_str(ws));

@@ -26,6 +26,12 @@ void rt_conn_set_err(struct rt_conn *c, const char *fmt, ...)
 	va_end(ap);
 }
 
+int rt_numa_node_of_device(struct ibv_device *dev)
+{
+	(void)dev;
+	return -1;
+}
+
 static struct rt_ctx ctx;
 static struct rt_conn conn;
 static _Alignas(64) uint8_t mem[3 * 4096];
