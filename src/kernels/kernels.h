@@ -31,6 +31,15 @@ float rdm_sigmoidf(float x);
 void rdm_softmax_ce(const float *z, int n, int k, const uint8_t *y, int mean,
 		    float *dz, double *loss, int *correct);
 
+/* LSTM cell on one row of H units (lstm_cell.c, vectorized).
+ * fwd: g[4H] gate pre-activations (i,g,f,o) -> activations in place;
+ *      cn = f cp + i g, tc = tanh(cn), hn = o tc.
+ * bwd: from activations g, previous cell cp, tc and dh, dc (in: from step t+1,
+ *      out: to step t-1): dg[4H] = gradient wrt the gate pre-activations. */
+void rdm_lstm_cell_fwd(float *g, const float *cp, float *cn, float *tc, float *hn, int H);
+void rdm_lstm_cell_bwd(const float *g, const float *cp, const float *tc,
+		       const float *dh, float *dc, float *dg, int H);
+
 /* Random numbers for initializers (xoshiro256**, seeded by splitmix64). */
 struct rdm_rng { uint64_t s[4]; };
 void rdm_rng_seed(struct rdm_rng *r, uint64_t seed);

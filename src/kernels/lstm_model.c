@@ -49,21 +49,7 @@ static void lstm_fwd(struct rdm_model *m, const float *p, const float *x, int n)
 			float *tc = TC + ((size_t)b * T + t) * H;
 			float *hn = t < T - 1 ? HP + ((size_t)b * T + t + 1) * H
 					      : HT + (size_t)b * H;
-			for (int j = 0; j < H; j++) {
-				float i = rdm_sigmoidf(g[j]);
-				float gg = tanhf(g[H + j]);
-				float f = rdm_sigmoidf(g[2 * H + j]);
-				float o = rdm_sigmoidf(g[3 * H + j]);
-				g[j] = i;
-				g[H + j] = gg;
-				g[2 * H + j] = f;
-				g[3 * H + j] = o;
-				float c = f * cp[j] + i * gg;
-				float th = tanhf(c);
-				cn[j] = c;
-				tc[j] = th;
-				hn[j] = o * th;
-			}
+			rdm_lstm_cell_fwd(g, cp, cn, tc, hn, H);
 		}
 	}
 	rdm_dense_fwd(HT, n, H, p + m->t[T_OW].offset, p + m->t[T_OB].offset,
@@ -91,16 +77,7 @@ static void lstm_bwd(struct rdm_model *m, const float *p, const float *x, int n,
 			const float *tc = TC + ((size_t)b * T + t) * H;
 			float *dg = dG + ((size_t)b * T + t) * G4;
 			float *dhb = dh + (size_t)b * H, *dcb = dc + (size_t)b * H;
-			for (int j = 0; j < H; j++) {
-				float i = g[j], gg = g[H + j], f = g[2 * H + j], o = g[3 * H + j];
-				float th = tc[j], dhv = dhb[j];
-				float dcv = dcb[j] + dhv * o * (1.0f - th * th);
-				dg[j] = dcv * gg * i * (1.0f - i);
-				dg[H + j] = dcv * i * (1.0f - gg * gg);
-				dg[2 * H + j] = dcv * cp[j] * f * (1.0f - f);
-				dg[3 * H + j] = dhv * th * o * (1.0f - o);
-				dcb[j] = dcv * f;
-			}
+			rdm_lstm_cell_bwd(g, cp, tc, dhb, dcb, dg, H);
 		}
 		if (t > 0)
 			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, H, G4, 1.0f,
