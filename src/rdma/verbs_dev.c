@@ -41,12 +41,11 @@ static int host_has_device(const char *host)
 		return 0;
 	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) != 0)
 		goto out;
-	if (rdma_bind_addr(id, ai->ai_addr) == 0) {
-		if (id->verbs)
-			ok = 1;
-		else /* wildcard: any active device serves it */
-			ok = 1;
-	}
+	/* bound: id->verbs is the serving device, or NULL for a wildcard
+	 * address, which any active device serves; a local address without an
+	 * RDMA device fails with ENODEV */
+	if (rdma_bind_addr(id, ai->ai_addr) == 0)
+		ok = 1;
 	rdma_destroy_id(id);
 out:
 	freeaddrinfo(ai);

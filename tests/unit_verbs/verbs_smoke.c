@@ -37,14 +37,18 @@ static int find_host(void)
 	}
 	if (getifaddrs(&ifa))
 		return 0;
-	for (i = ifa; i; i = i->ifa_next) {
-		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-			continue;
-		inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, host,
-			  sizeof(host));
-		if (rt_verbs_probe(host)) {
-			freeifaddrs(ifa);
-			return 1;
+	for (int pass = 0; pass < 2; pass++) {   /* loopback addresses last */
+		for (i = ifa; i; i = i->ifa_next) {
+			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+				continue;
+			inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+				  host, sizeof(host));
+			if ((strncmp(host, "127.", 4) == 0) != pass)
+				continue;
+			if (rt_verbs_probe(host)) {
+				freeifaddrs(ifa);
+				return 1;
+			}
 		}
 	}
 	freeifaddrs(ifa);
