@@ -399,7 +399,7 @@ static int resolve(const char *host, uint16_t port, int passive, struct addrinfo
 	int rc;
 
 	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
+	hints.ai_family = host ? AF_UNSPEC : AF_INET; /* NULL: 0.0.0.0, not :: */
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = passive ? AI_PASSIVE : 0;
 	snprintf(ps, sizeof(ps), "%u", port);
