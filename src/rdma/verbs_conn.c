@@ -215,7 +215,7 @@ static void conn_teardown(struct rt_conn *conn)
 	if (vc->id && vc->qp)
 		rdma_destroy_qp(vc->id);
 	vc->qp = NULL;
-	verbs_cq_delete(&vc->cq);
+	verbs_cq_delete(&vc->cq, &vc->cch);
 	verbs_mr_dereg(&vc->ctrl_mr);
 	free(vc->ctrl);
 	vc->ctrl = NULL;
@@ -274,7 +274,7 @@ static int conn_setup(struct rt_conn *conn, const struct rt_grant *g, int n)
 			  verbs_rights_to_access(RT_RIGHT_NONE), &vc->ctrl_mr);
 	if (rc)
 		return rc;
-	rc = verbs_cq_new(vc->id->verbs, VERBS_SQ_DEPTH + 4, &vc->cq);
+	rc = verbs_cq_new(vc->id->verbs, VERBS_SQ_DEPTH + 4, &vc->cq, &vc->cch);
 	if (rc)
 		return rc;
 	memset(&qa, 0, sizeof(qa));

@@ -23,6 +23,7 @@
 #define VERBS_ACK_TIMEOUT 16         /* 4.096us * 2^16 = 268 ms per try */
 #define VERBS_RETRY 7
 #define VERBS_CTRL_BYTES 1024        /* grants table message buffer (each way) */
+#define VERBS_SPIN_MS 1              /* busy-poll this long before sleeping */
 
 /* Private data of rdma_connect (client hello), fixed little-endian layout:
  *   0  u16 magic 0x5244 ("DR" on the wire)   2 u8 version (1)   3 u8 role
@@ -71,6 +72,8 @@ struct verbs_conn {
 	int connected;
 	int ctrl_sent;            /* control SEND completed (set-up) */
 	int ctrl_recvd;           /* control RECV completed (set-up) */
+	struct ibv_comp_channel *cch; /* for long waits in rt_poll / rt_flush */
+	int armed;                /* ibv_req_notify_cq done, event not yet taken */
 	uint32_t ctrl_recv_len;
 };
 
@@ -102,8 +105,14 @@ int verbs_mr_reg(struct ibv_pd *pd, void *addr, size_t len, unsigned access,
 int verbs_mr_dereg(struct ibv_mr **mr);
 
 /* verbs_cq.c */
-int verbs_cq_new(struct ibv_context *verbs, int depth, struct ibv_cq **cq);
-int verbs_cq_delete(struct ibv_cq **cq);
+/* CQ with a non-blocking completion channel (for long waits). */
+int verbs_cq_new(struct ibv_context *verbs, int depth, struct ibv_cq **cq,
+		 struct ibv_comp_channel **cch);
+int verbs_cq_delete(struct ibv_cq **cq, struct ibv_comp_channel **cch);
+/* Sleep until the CQ or the cm channel has news, at most ms; arms the CQ
+ * first (the caller re-polls after an arm).  Returns RDMAPS_OK. */
+struct verbs_conn;
+int verbs_cq_wait(struct verbs_conn *vc, int ms);
 int verbs_wc_status(enum ibv_wc_status st);
 
 /* verbs_conn.c */

@@ -7,7 +7,6 @@
  * posts, produce a CQE; RC completes in order, so a CQE for sequence s
  * frees every slot up to s.  Failed WRs always produce a CQE. */
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -244,7 +243,7 @@ int verbs_post(struct rt_conn *c, enum rt_op op, uint32_t lid, size_t loff,
 int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int timeout_ms)
 {
 	struct verbs_conn *vc = c->backend;
-	uint64_t deadline = 0;
+	uint64_t deadline = 0, start = 0;
 	unsigned spins = 0;
 
 	if (max < 0 || (max && !comps))
@@ -276,13 +275,17 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 		if ((++spins & 255) == 0) {
 			uint64_t now = verbs_now_ms();
 
-			if (!deadline)
+			if (!deadline) {
+				start = now;
 				deadline = now + (uint64_t)timeout_ms;
-			else if (now >= deadline)
+			} else if (now >= deadline) {
 				return 0;
-			if ((spins & 4095) == 0) {
+			} else if (now - start >= VERBS_SPIN_MS) {
+				/* long wait: sleep on the completion channel */
+				uint64_t left = deadline - now;
+
+				verbs_cq_wait(vc, left > 100 ? 100 : (int)left);
 				verbs_check_cm_events(c);
-				sched_yield();
 			}
 		}
 	}
@@ -335,8 +338,11 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 				rc = RDMAPS_E_AGAIN; /* completions not collected */
 				return rc;
 			}
-			if (verbs_now_ms() >= deadline)
+			uint64_t now = verbs_now_ms();
+
+			if (now >= deadline)
 				break;
+			verbs_cq_wait(vc, deadline - now > 100 ? 100 : (int)(deadline - now));
 			verbs_check_cm_events(c);
 		}
 	}

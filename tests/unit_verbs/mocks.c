@@ -29,6 +29,7 @@ static int have_recv;
 static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int m_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 static int m_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+static int m_req_notify(struct ibv_cq *cq, int solicited) { (void)cq; (void)solicited; mock_c.arms++; return 0; }
 
 void mock_reset(void)
 {
@@ -50,6 +51,7 @@ void mock_reset(void)
 	fake_ctx.ops.post_send = m_post_send;
 	fake_ctx.ops.post_recv = m_post_recv;
 	fake_ctx.ops.poll_cq = m_poll_cq;
+	fake_ctx.ops.req_notify_cq = m_req_notify;
 }
 
 void mock_queue_event(struct rdma_event_channel *ch, struct rdma_cm_id *id,
@@ -176,6 +178,33 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *ctx,
 	return cq;
 }
 int ibv_destroy_cq(struct ibv_cq *cq) { free(cq); mock_c.cqs--; return 0; }
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c)
+{
+	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
+
+	ch->context = c;
+	ch->fd = eventfd(0, 0);   /* never readable */
+	mock_c.comp_channels++;
+	return ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
+{
+	close(ch->fd);
+	free(ch);
+	mock_c.comp_channels--;
+	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
+{
+	(void)ch; (void)cq; (void)ctx;
+	errno = EAGAIN;
+	return -1;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int n) { (void)cq; (void)n; }
 
 static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {

@@ -31,7 +31,8 @@ struct mock_knobs {
 };
 
 struct mock_counts {
-	int channels, ids, pds, mrs, cqs, qps;  /* live objects */
+	int channels, ids, pds, mrs, cqs, qps, comp_channels;  /* live objects */
+	int arms;                               /* ibv_req_notify_cq calls */
 	int reg_mr_calls;
 	int rejects;
 	uint8_t last_reject[8];

@@ -79,6 +79,7 @@ static void assert_all_freed(void)
 	assert_int_equal(mock_c.mrs, 0);
 	assert_int_equal(mock_c.cqs, 0);
 	assert_int_equal(mock_c.qps, 0);
+	assert_int_equal(mock_c.comp_channels, 0);
 	assert_null(conn.backend);
 }
 
@@ -443,6 +444,24 @@ static void test_peer_gone(void **state)
 	assert_all_freed();
 }
 
+static void test_long_wait_sleeps_on_channel(void **state)
+{
+	struct rt_completion comp[1];
+	struct timespec a, b;
+	long ms;
+
+	(void)state;
+	assert_int_equal(do_connect(200), 0);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(rt_verbs_ops.poll(&conn, comp, 1, 40), 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	assert_true(ms >= 35 && ms < 1000);
+	assert_true(mock_c.arms >= 1);   /* armed the CQ, then slept in poll() */
+	rt_verbs_ops.conn_fini(&conn);
+	assert_all_freed();
+}
+
 /* ---- server side ---------------------------------------------------------- */
 
 static void queue_request(struct rt_listener *lst, const char *token, int bad_magic)
@@ -568,6 +587,7 @@ int main(void)
 		cmocka_unit_test_setup(test_read_into_read_only_grant, setup),
 		cmocka_unit_test_setup(test_sq_full_and_flush, setup),
 		cmocka_unit_test_setup(test_peer_gone, setup),
+		cmocka_unit_test_setup(test_long_wait_sleeps_on_channel, setup),
 		cmocka_unit_test_setup(test_accept_token, setup),
 		cmocka_unit_test_setup(test_accept_wrong_token_logged_and_refused, setup),
 		cmocka_unit_test_setup(test_accept_grant, setup),
