@@ -1,6 +1,6 @@
 /* verbs_smoke: end-to-end checks of the verbs backend on a real device
  * (rxe in the SoftRoCE VM).  Exits 77 (SKIPPED) when no device serves an
- * address.  Host: $RDMAPS_RDMA_HOST, else the first local IPv4 address that
+ * address.  Host: $RDMAPS_RDMA_ADDR, else the first local IPv4 address that
  * rdma_cm maps to an RDMA device.
  * Checks: auth refusal, WRITE/READ/atomics/inline, many unsignaled ops +
  * flush, and least privilege: a key granted to peer B is useless on peer A's
@@ -29,7 +29,7 @@ static int server_rc;
 static int find_host(void)
 {
 	struct ifaddrs *ifa, *i;
-	const char *env = getenv("RDMAPS_RDMA_HOST");
+	const char *env = getenv("RDMAPS_RDMA_ADDR");
 
 	if (env && *env) {
 		snprintf(host, sizeof(host), "%s", env);
