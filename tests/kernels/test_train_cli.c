@@ -1,0 +1,73 @@
+/* `rdmaps train` flag handling: unknown flags and bad values exit 2; a
+ * missing data directory is a runtime failure (exit 1). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+
+#include "kernels/train.h"
+
+static int run(int argc, const char *const *argv)
+{
+	return rdm_train_main(argc, (char **)argv);
+}
+
+#define RUN(...)                                                        \
+	({                                                              \
+		const char *const a_[] = { "train", __VA_ARGS__ };      \
+		run((int)(sizeof(a_) / sizeof(a_[0])), a_);             \
+	})
+
+static void test_bad_flags(void **st)
+{
+	(void)st;
+	assert_int_equal(RUN("--bogus"), 2);
+	assert_int_equal(RUN("--model=cnn"), 2);
+	assert_int_equal(RUN("--model", "rnn"), 2);
+	assert_int_equal(RUN("--epochs=x"), 2);
+	assert_int_equal(RUN("--epochs=-1"), 2);
+	assert_int_equal(RUN("--batch_size=0"), 2);
+	assert_int_equal(RUN("--learning_rate=abc"), 2);
+	assert_int_equal(RUN("--learning_rate=-0.1"), 2);
+	assert_int_equal(RUN("--threads=0"), 2);
+	assert_int_equal(RUN("--hidden_units=1x"), 2);
+	assert_int_equal(RUN("--seed=-3"), 2);
+	assert_int_equal(RUN("--optimizer=rmsprop"), 2);
+	assert_int_equal(RUN("--loss=max"), 2);
+	assert_int_equal(RUN("--learning_rate"), 2);
+	assert_int_equal(RUN("stray"), 2);
+	assert_int_equal(RUN("--help"), 0);
+}
+
+static void test_missing_data(void **st)
+{
+	(void)st;
+	assert_int_equal(RUN("--model=mlp", "--data_dir=/nonexistent/rdmaps", "--epochs=1",
+			     "--quiet"), 1);
+}
+
+static void test_defaults(void **st)
+{
+	(void)st;
+	struct rdm_train_opts o;
+	rdm_train_opts_defaults(&o, RDM_MODEL_MLP);
+	assert_int_equal(o.batch_size, 100);
+	assert_float_equal(o.learning_rate, 0.01f, 0);
+	assert_int_equal(o.loss_mean, 0);
+	assert_int_equal(o.optimizer, RDM_OPT_ADAM);
+	rdm_train_opts_defaults(&o, RDM_MODEL_LSTM);
+	assert_int_equal(o.batch_size, 128);
+	assert_float_equal(o.learning_rate, 0.001f, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest t[] = {
+		cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_missing_data),
+		cmocka_unit_test(test_defaults),
+	};
+	return cmocka_run_group_tests(t, NULL, NULL);
+}
