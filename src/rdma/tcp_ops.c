@@ -1,0 +1,358 @@
+/* TCP backend, initiator side: post / poll / flush.  One thread drives a
+ * conn (no lock).  Each op takes a ring slot (TCP_DEPTH); the target answers
+ * in order, so a reply for seq S also completes every earlier slot that did
+ * not ask for a reply (they succeeded: failures are always answered).  A
+ * pre-built header plus sendmsg() per op; no allocation. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "tcp_internal.h"
+
+static inline struct tcp_slot *slot_of(struct tcp_conn *t, uint32_t seq)
+{
+	return &t->slot[seq % TCP_DEPTH];
+}
+
+static void slot_done(struct tcp_conn *t, struct tcp_slot *s, int32_t status)
+{
+	s->status = status;
+	if (status && !s->internal && !t->first_err)
+		t->first_err = status;
+	t->acked++;
+}
+
+/* Fail everything pending; the connection is unusable from now on. */
+void tcp_conn_break(struct rt_conn *c, int status)
+{
+	struct tcp_conn *t = c->backend;
+
+	if (t->broken)
+		return;
+	t->broken = status;
+	if (!c->errmsg[0])
+		rt_conn_set_err(c, "tcp: connection broken: %s", rdmaps_strerror(status));
+	while (t->acked != t->head)
+		slot_done(t, slot_of(t, t->acked), status);
+	if (!t->first_err)
+		t->first_err = status;
+	shutdown(t->ofd, SHUT_RDWR);
+}
+
+/* A reply header arrived: complete the slots it covers. */
+static int on_reply(struct rt_conn *c, const struct tcp_frame *f)
+{
+	struct tcp_conn *t = c->backend;
+	struct tcp_slot *s;
+
+	if (!(f->op & TCP_OP_REPLY) || f->seq - t->acked >= t->head - t->acked)
+		return RDMAPS_E_PROTO;
+	while (t->acked != f->seq) {
+		s = slot_of(t, t->acked);
+		if (s->want_reply)
+			return RDMAPS_E_PROTO; /* its reply was skipped */
+		slot_done(t, s, 0);
+	}
+	s = slot_of(t, f->seq);
+	if ((f->op & ~TCP_OP_REPLY) != s->op)
+		return RDMAPS_E_PROTO;
+	if (f->status) {
+		if (f->len)
+			return RDMAPS_E_PROTO;
+		rt_conn_set_err(c, "tcp: peer refused op %u on remote id %u: %s", s->op,
+				f->rid, rdmaps_strerror(tcp_status_from_wire(f->status)));
+		slot_done(t, s, tcp_status_from_wire(f->status));
+		return RDMAPS_OK;
+	}
+	if (s->op == RT_OP_READ) {
+		if (f->len != s->len)
+			return RDMAPS_E_PROTO;
+		t->rx_dst = s->dst;
+		t->rx_left = s->len;   /* completes when the bytes are in */
+		return RDMAPS_OK;
+	}
+	if (f->len)
+		return RDMAPS_E_PROTO;
+	if (s->op == RT_OP_FETCH_ADD || s->op == RT_OP_CMP_SWAP)
+		memcpy(s->dst, &f->a, 8);
+	slot_done(t, s, 0);
+	return RDMAPS_OK;
+}
+
+/* Consume whatever replies are readable now (non-blocking). */
+static int progress_rx(struct rt_conn *c)
+{
+	struct tcp_conn *t = c->backend;
+
+	for (;;) {
+		ssize_t n;
+
+		if (t->rx_left) {
+			n = recv(t->ofd, t->rx_dst, t->rx_left, 0);
+			if (n > 0) {
+				t->rx_dst += n;
+				t->rx_left -= (uint64_t)n;
+				if (!t->rx_left)
+					slot_done(t, slot_of(t, t->acked), 0);
+				continue;
+			}
+		} else {
+			n = recv(t->ofd, t->rxh + t->rxh_got, TCP_FRAME_LEN - t->rxh_got, 0);
+			if (n > 0) {
+				t->rxh_got += (unsigned)n;
+				if (t->rxh_got == TCP_FRAME_LEN) {
+					struct tcp_frame f;
+					int rc;
+
+					t->rxh_got = 0;
+					rc = tcp_frame_decode(t->rxh, &f);
+					if (!rc)
+						rc = on_reply(c, &f);
+					if (rc) {
+						RDMAPS_ERR("tcp: malformed reply from the peer");
+						rt_conn_set_err(c, "tcp: malformed reply from the peer");
+						tcp_conn_break(c, RDMAPS_E_PROTO);
+						return RDMAPS_E_PROTO;
+					}
+				}
+				continue;
+			}
+		}
+		if (n == 0) {
+			tcp_conn_break(c, RDMAPS_E_PEER_GONE);
+			return RDMAPS_E_PEER_GONE;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return RDMAPS_OK;
+		tcp_conn_break(c, tcp_errno_status(errno) == RDMAPS_E_IO ? RDMAPS_E_IO
+									: RDMAPS_E_PEER_GONE);
+		return t->broken;
+	}
+}
+
+/* Wait for readability up to timeout and consume; 0 on timeout too. */
+static int wait_rx(struct rt_conn *c, int timeout_ms)
+{
+	struct tcp_conn *t = c->backend;
+	struct pollfd p = { .fd = t->ofd, .events = POLLIN };
+	int rc = poll(&p, 1, timeout_ms);
+
+	if (rc < 0 && errno != EINTR) {
+		tcp_conn_break(c, RDMAPS_E_IO);
+		return RDMAPS_E_IO;
+	}
+	if (rc > 0)
+		return progress_rx(c);
+	return RDMAPS_OK;
+}
+
+/* Send header (+payload) fully; while the socket is full, keep draining
+ * replies so that neither side can deadlock on full buffers. */
+static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
+{
+	struct tcp_conn *t = c->backend;
+	uint64_t total = TCP_FRAME_LEN + dlen, off = 0;
+	uint64_t deadline = 0;
+
+	while (off < total) {
+		struct iovec iov[2];
+		struct msghdr m = { .msg_iov = iov };
+		ssize_t n;
+
+		if (off < TCP_FRAME_LEN) {
+			iov[0].iov_base = t->txh + off;
+			iov[0].iov_len = TCP_FRAME_LEN - off;
+			iov[1].iov_base = (void *)data;
+			iov[1].iov_len = dlen;
+			m.msg_iovlen = dlen ? 2 : 1;
+		} else {
+			iov[0].iov_base = (void *)(data + (off - TCP_FRAME_LEN));
+			iov[0].iov_len = total - off;
+			m.msg_iovlen = 1;
+		}
+		n = sendmsg(t->ofd, &m, MSG_NOSIGNAL);
+		if (n > 0) {
+			off += (uint64_t)n;
+			deadline = 0;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd p = { .fd = t->ofd, .events = POLLIN | POLLOUT };
+			int rc;
+
+			if (!deadline)
+				deadline = tcp_now_ms() + (uint64_t)t->io_timeout_ms;
+			rc = poll(&p, 1, tcp_remaining(deadline));
+			if (rc == 0) {
+				rt_conn_set_err(c, "tcp: send stalled for %d ms", t->io_timeout_ms);
+				tcp_conn_break(c, RDMAPS_E_TIMEOUT);
+				return RDMAPS_E_TIMEOUT;
+			}
+			if (rc > 0 && (p.revents & POLLIN)) {
+				rc = progress_rx(c);
+				if (rc)
+					return rc;
+			}
+			continue;
+		}
+		tcp_conn_break(c, RDMAPS_E_PEER_GONE);
+		return RDMAPS_E_PEER_GONE;
+	}
+	return RDMAPS_OK;
+}
+
+/* Move tail over leading done slots that produce no completion. */
+static void reap_silent(struct tcp_conn *t)
+{
+	while (t->tail != t->acked) {
+		struct tcp_slot *s = slot_of(t, t->tail);
+
+		if ((s->report || s->status) && !s->internal)
+			break;
+		t->tail++;
+	}
+}
+
+static int post_frame(struct rt_conn *c, uint8_t op, uint32_t rid, uint64_t roff,
+		      uint64_t len, uint64_t a, uint64_t b, const uint8_t *payload,
+		      uint8_t *dst, uint64_t wr_id, int report, int want, int internal)
+{
+	struct tcp_conn *t = c->backend;
+	struct tcp_slot *s = slot_of(t, t->head);
+	uint8_t *h = t->txh;
+	int rc;
+
+	if (t->since_reply + 1 >= TCP_AUTO_ACK)
+		want = 1;
+	s->wr_id = wr_id;
+	s->dst = dst;
+	s->len = len;
+	s->status = 0;
+	s->op = op;
+	s->report = (uint8_t)report;
+	s->want_reply = (uint8_t)want;
+	s->internal = (uint8_t)internal;
+	/* header: magic is pre-built at conn set-up */
+	h[4] = op;
+	h[5] = want ? TCP_FL_REPLY : 0;
+	rt_put16(h + 6, (uint16_t)rid);
+	rt_put32(h + 8, t->head);
+	rt_put64(h + 16, roff);
+	rt_put64(h + 24, len);
+	rt_put64(h + 32, a);
+	rt_put64(h + 40, b);
+	t->head++;              /* the slot is live before any reply can arrive */
+	t->since_reply = want ? 0 : t->since_reply + 1;
+	rc = send_frame(c, payload, payload ? len : 0);
+	if (rc)
+		s->internal = 1; /* the caller gets rc; no completion as well */
+	return rc;
+}
+
+int tcp_post(struct rt_conn *c, enum rt_op op, uint32_t lid, size_t loff,
+	     uint32_t rid, uint64_t roff, size_t len, uint64_t a, uint64_t b,
+	     uint64_t wr_id, unsigned flags)
+{
+	struct tcp_conn *t = c->backend;
+	uint8_t *local = (uint8_t *)c->local[lid].addr + loff;
+	int sig = (flags & RT_F_SIGNALED) != 0;
+	int rc;
+
+	if (t->broken)
+		return t->broken;
+	if (t->head - t->tail >= TCP_USER_DEPTH) {
+		reap_silent(t);
+		if (t->head - t->tail >= TCP_USER_DEPTH) {
+			rc = progress_rx(c);
+			if (rc)
+				return rc;
+			reap_silent(t);
+			if (t->head - t->tail >= TCP_USER_DEPTH)
+				return RDMAPS_E_AGAIN;
+		}
+	}
+	/* RT_F_FENCE: the target executes in order, so it holds already. */
+	switch (op) {
+	case RT_OP_READ:
+		return post_frame(c, RT_OP_READ, rid, roff, len, 0, 0, NULL, local, wr_id,
+				  sig, 1, 0);
+	case RT_OP_WRITE:
+		return post_frame(c, RT_OP_WRITE, rid, roff, len, 0, 0, local, NULL, wr_id,
+				  sig, sig, 0);
+	case RT_OP_FETCH_ADD:
+	case RT_OP_CMP_SWAP:
+		return post_frame(c, (uint8_t)op, rid, roff, 8, a, b, NULL, local, wr_id,
+				  sig, 1, 0);
+	}
+	return RDMAPS_E_INVAL;
+}
+
+static int harvest(struct tcp_conn *t, struct rt_completion *comps, int max)
+{
+	int n = 0;
+
+	while (t->tail != t->acked && n < max) {
+		struct tcp_slot *s = slot_of(t, t->tail);
+
+		if (!s->internal && (s->report || s->status)) {
+			comps[n].wr_id = s->wr_id;
+			comps[n].op = (enum rt_op)s->op;
+			comps[n].status = s->status;
+			n++;
+		}
+		t->tail++;
+	}
+	return n;
+}
+
+int tcp_poll(struct rt_conn *c, struct rt_completion *comps, int max, int timeout_ms)
+{
+	struct tcp_conn *t = c->backend;
+	uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+	int n;
+
+	if (!t->broken)
+		progress_rx(c);
+	for (;;) {
+		n = harvest(t, comps, max);
+		if (n > 0 || max == 0)
+			return n;
+		if (t->broken)
+			return t->broken;
+		if (!tcp_remaining(deadline))
+			return 0;
+		wait_rx(c, tcp_remaining(deadline));
+	}
+}
+
+int tcp_flush(struct rt_conn *c, int timeout_ms)
+{
+	struct tcp_conn *t = c->backend;
+	uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+	int rc;
+
+	if (!t->broken && t->acked != t->head &&
+	    !slot_of(t, t->head - 1)->want_reply) {
+		reap_silent(t);
+		if (t->head - t->tail >= TCP_DEPTH)
+			return RDMAPS_E_AGAIN; /* cannot happen: one slot is reserved */
+		rc = post_frame(c, TCP_OP_NOP, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 1, 1);
+		if (rc)
+			goto out;
+	}
+	while (!t->broken && t->acked != t->head) {
+		if (!tcp_remaining(deadline))
+			return RDMAPS_E_TIMEOUT;
+		wait_rx(c, tcp_remaining(deadline));
+	}
+out:
+	reap_silent(t);
+	rc = t->first_err;
+	t->first_err = t->broken;
+	return rc;
+}

@@ -1,0 +1,399 @@
+/* TCP backend: the context's progress thread.  It serves every "serve"
+ * socket of the context (epoll): decodes a request, checks bounds and rights
+ * against our grants for that connection, and executes it:
+ *   READ      reply header + bytes sent straight from the region
+ *   WRITE     payload received straight into the region (after the check);
+ *             on a violation the payload is drained into scratch and an
+ *             error is answered
+ *   FETCH_ADD / CMP_SWAP  __atomic builtins on the target word
+ * A reply is sent when the initiator asked for one, when the op returns
+ * data, or on error.  A malformed frame closes only that connection.
+ * Transmission is non-blocking: while a reply is partly sent the socket is
+ * watched for EPOLLOUT only (back-pressure on that peer, others go on). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tcp_internal.h"
+
+#define SERVE_BATCH 64  /* frames per socket per wake-up (fairness) */
+
+enum { ST_OK = 0, ST_BLOCKED = 1, ST_CLOSE = 2 };
+
+static void srv_kill(struct tcp_ctx *tc, struct tcp_srv *s, int proto)
+{
+	if (s->dead)
+		return;
+	s->dead = 1;
+	epoll_ctl(tc->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	/* A broken stream from the peer ends the whole connection: stop our
+	 * initiator side too, so the owner sees RDMAPS_E_PEER_GONE. */
+	shutdown(s->fd, SHUT_RDWR);
+	if (proto && s->conn && s->conn->backend) {
+		struct tcp_conn *t = s->conn->backend;
+
+		shutdown(t->ofd, SHUT_RDWR);
+	}
+}
+
+static int srv_watch(struct tcp_ctx *tc, struct tcp_srv *s, uint32_t ev)
+{
+	struct epoll_event e = { .events = ev, .data.ptr = s };
+
+	if (epoll_ctl(tc->epfd, EPOLL_CTL_MOD, s->fd, &e) < 0) {
+		RDMAPS_ERR("tcp: epoll_ctl(MOD) failed: %s", strerror(errno));
+		return ST_CLOSE;
+	}
+	return ST_OK;
+}
+
+/* Push the pending reply; ST_OK when fully sent. */
+static int srv_tx(struct tcp_ctx *tc, struct tcp_srv *s)
+{
+	uint64_t total = TCP_FRAME_LEN + s->tdata_len;
+
+	while (s->toff < total) {
+		struct iovec iov[2];
+		struct msghdr m = { .msg_iov = iov };
+		ssize_t n;
+
+		if (s->toff < TCP_FRAME_LEN) {
+			iov[0].iov_base = s->th + s->toff;
+			iov[0].iov_len = TCP_FRAME_LEN - s->toff;
+			iov[1].iov_base = (void *)s->tdata;
+			iov[1].iov_len = s->tdata_len;
+			m.msg_iovlen = s->tdata_len ? 2 : 1;
+		} else {
+			iov[0].iov_base = (void *)(s->tdata + (s->toff - TCP_FRAME_LEN));
+			iov[0].iov_len = total - s->toff;
+			m.msg_iovlen = 1;
+		}
+		n = sendmsg(s->fd, &m, MSG_NOSIGNAL);
+		if (n > 0) {
+			s->toff += (uint64_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (!s->tx_busy) {
+				s->tx_busy = 1;
+				if (srv_watch(tc, s, EPOLLOUT) != ST_OK)
+					return ST_CLOSE;
+			}
+			return ST_BLOCKED;
+		}
+		return ST_CLOSE; /* peer gone */
+	}
+	if (s->tx_busy) {
+		s->tx_busy = 0;
+		if (srv_watch(tc, s, EPOLLIN) != ST_OK)
+			return ST_CLOSE;
+	}
+	return ST_OK;
+}
+
+static int srv_reply(struct tcp_ctx *tc, struct tcp_srv *s, const struct tcp_frame *req,
+		     int32_t status, const uint8_t *data, uint64_t dlen, uint64_t a)
+{
+	struct tcp_frame r = {
+		.op = (uint8_t)(req->op | TCP_OP_REPLY), .flags = 0, .rid = req->rid,
+		.seq = req->seq, .status = status, .roff = 0, .len = dlen, .a = a, .b = 0,
+	};
+
+	tcp_frame_encode(&r, s->th);
+	s->tdata = data;
+	s->tdata_len = dlen;
+	s->toff = 0;
+	return srv_tx(tc, s);
+}
+
+static unsigned need_right(uint8_t op)
+{
+	switch (op) {
+	case RT_OP_READ: return RT_RIGHT_READ;
+	case RT_OP_WRITE: return RT_RIGHT_WRITE;
+	case RT_OP_FETCH_ADD:
+	case RT_OP_CMP_SWAP: return RT_RIGHT_ATOMIC;
+	default: return 0;
+	}
+}
+
+/* Bounds and rights against our grants; returns the target pointer or NULL. */
+static uint8_t *srv_check(const struct tcp_srv *s, const struct tcp_frame *f)
+{
+	const struct rt_local *l;
+	unsigned need = need_right(f->op);
+	uint8_t *p;
+
+	if (f->rid >= RT_MAX_GRANTS)
+		return NULL;
+	l = &s->conn->local[f->rid];
+	if (!l->valid || (l->rights & need) != need || f->roff > l->len ||
+	    f->len > l->len - f->roff)
+		return NULL;
+	p = (uint8_t *)l->addr + f->roff;
+	if (need == RT_RIGHT_ATOMIC && ((uintptr_t)p & 7))
+		return NULL;
+	return p;
+}
+
+/* Structural validation of a request: RDMAPS_E_PROTO closes the conn. */
+static int req_valid(const struct tcp_frame *f)
+{
+	if (f->flags & ~TCP_FL_REPLY)
+		return 0;
+	if (f->status != 0)
+		return 0;
+	switch (f->op) {
+	case RT_OP_READ:
+	case RT_OP_WRITE:
+		return f->len >= 1 && f->len <= TCP_MAX_LEN;
+	case RT_OP_FETCH_ADD:
+	case RT_OP_CMP_SWAP:
+		return f->len == 8;
+	case TCP_OP_NOP:
+		return f->len == 0;
+	default:
+		return 0;
+	}
+}
+
+static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
+{
+	struct tcp_frame f;
+	uint8_t *p;
+	int want;
+
+	if (tcp_frame_decode(s->rh, &f) || !req_valid(&f)) {
+		RDMAPS_WARN("tcp: malformed request from peer (role %u index %u); closing it",
+			    s->conn->peer_hello.role, s->conn->peer_hello.index);
+		return -1;
+	}
+	want = f.flags & TCP_FL_REPLY;
+	if (f.op == TCP_OP_NOP)
+		return srv_reply(tc, s, &f, 0, NULL, 0, 0);
+	p = srv_check(s, &f);
+	switch (f.op) {
+	case RT_OP_READ:
+		if (!p)
+			return srv_reply(tc, s, &f, RDMAPS_E_REMOTE_ACCESS, NULL, 0, 0);
+		return srv_reply(tc, s, &f, 0, p, f.len, 0);
+	case RT_OP_WRITE:
+		s->pend = f;
+		s->pend_status = p ? 0 : RDMAPS_E_REMOTE_ACCESS;
+		s->discard = !p;
+		s->dst = p;
+		s->left = f.len;
+		return ST_OK;
+	case RT_OP_FETCH_ADD:
+		if (!p)
+			return srv_reply(tc, s, &f, RDMAPS_E_REMOTE_ACCESS, NULL, 0, 0);
+		return srv_reply(tc, s, &f, 0, NULL, 0,
+				 __atomic_fetch_add((uint64_t *)(void *)p, f.a, __ATOMIC_SEQ_CST));
+	case RT_OP_CMP_SWAP: {
+		uint64_t expect = f.a;
+
+		if (!p)
+			return srv_reply(tc, s, &f, RDMAPS_E_REMOTE_ACCESS, NULL, 0, 0);
+		__atomic_compare_exchange_n((uint64_t *)(void *)p, &expect, f.b, 0,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		return srv_reply(tc, s, &f, 0, NULL, 0, expect); /* old value */
+	}
+	}
+	(void)want;
+	return -1;
+}
+
+/* Read and execute up to SERVE_BATCH requests. */
+static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
+{
+	for (int frames = 0; frames < SERVE_BATCH;) {
+		ssize_t n;
+
+		if (s->left) {
+			uint8_t *dst = s->discard ? tc->scratch : s->dst;
+			size_t want = s->discard && s->left > sizeof(tc->scratch) ?
+				sizeof(tc->scratch) : (size_t)s->left;
+
+			n = recv(s->fd, dst, want, 0);
+			if (n > 0) {
+				s->left -= (uint64_t)n;
+				if (!s->discard)
+					s->dst += n;
+				if (!s->left) {
+					frames++;
+					if (s->pend_status || (s->pend.flags & TCP_FL_REPLY)) {
+						int rc = srv_reply(tc, s, &s->pend, s->pend_status,
+								   NULL, 0, 0);
+						if (rc)
+							return rc;
+					}
+				}
+				continue;
+			}
+		} else {
+			n = recv(s->fd, s->rh + s->rh_got, TCP_FRAME_LEN - s->rh_got, 0);
+			if (n > 0) {
+				s->rh_got += (unsigned)n;
+				if (s->rh_got == TCP_FRAME_LEN) {
+					int rc;
+
+					s->rh_got = 0;
+					rc = srv_request(tc, s);
+					if (rc < 0)
+						return -1;
+					if (rc)
+						return rc;
+					if (!s->left)
+						frames++;
+				}
+				continue;
+			}
+		}
+		if (n == 0)
+			return ST_CLOSE;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return ST_OK;
+		return ST_CLOSE;
+	}
+	return ST_OK;
+}
+
+static void *serve_main(void *arg)
+{
+	struct rt_ctx *ctx = arg;
+	struct tcp_ctx *tc = ctx->backend;
+	struct epoll_event ev[64];
+
+	for (;;) {
+		int n;
+
+		pthread_mutex_lock(&tc->lock);
+		while (tc->graveyard) {
+			struct tcp_srv *d = tc->graveyard;
+
+			tc->graveyard = d->next_dead;
+			close(d->fd);
+			free(d);
+		}
+		if (tc->stop) {
+			pthread_mutex_unlock(&tc->lock);
+			break;
+		}
+		pthread_mutex_unlock(&tc->lock);
+		n = epoll_wait(tc->epfd, ev, 64, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			RDMAPS_ERR("tcp: epoll_wait failed: %s", strerror(errno));
+			break;
+		}
+		pthread_mutex_lock(&tc->lock);
+		for (int i = 0; i < n; i++) {
+			struct tcp_srv *s = ev[i].data.ptr;
+			int rc = ST_OK;
+
+			if (!s || s->dead)
+				continue;   /* eventfd (stop) or already removed */
+			if (s->tx_busy) {
+				if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+					rc = srv_tx(tc, s);
+			} else if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+				rc = srv_rx(tc, s);
+			}
+			if (rc < 0 || rc == ST_CLOSE)
+				srv_kill(tc, s, rc < 0);
+		}
+		pthread_mutex_unlock(&tc->lock);
+	}
+	return NULL;
+}
+
+int tcp_serve_add(struct rt_ctx *ctx, struct rt_conn *conn, int fd)
+{
+	struct tcp_ctx *tc = ctx->backend;
+	struct tcp_conn *t = conn->backend;
+	struct tcp_srv *s = calloc(1, sizeof(*s));
+	struct epoll_event e = { .events = EPOLLIN };
+	int rc = RDMAPS_OK;
+
+	if (!s) {
+		RDMAPS_ERR("tcp: calloc(serve state) failed");
+		return RDMAPS_E_NOMEM;
+	}
+	s->fd = fd;
+	s->conn = conn;
+	e.data.ptr = s;
+	pthread_mutex_lock(&tc->lock);
+	if (!tc->started) {
+		int err = pthread_create(&tc->thr, NULL, serve_main, ctx);
+
+		if (err) {
+			RDMAPS_ERR("tcp: pthread_create(progress thread) failed: %s", strerror(err));
+			rc = RDMAPS_E_NOMEM;
+			goto out;
+		}
+		tc->started = 1;
+	}
+	if (epoll_ctl(tc->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
+		RDMAPS_ERR("tcp: epoll_ctl(ADD) failed: %s", strerror(errno));
+		rc = RDMAPS_E_IO;
+		goto out;
+	}
+	t->srv = s;
+out:
+	pthread_mutex_unlock(&tc->lock);
+	if (rc)
+		free(s);
+	return rc;
+}
+
+void tcp_serve_remove(struct rt_ctx *ctx, struct tcp_srv *s)
+{
+	struct tcp_ctx *tc = ctx->backend;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&tc->lock);
+	if (!s->dead) {
+		s->dead = 1;
+		epoll_ctl(tc->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	}
+	shutdown(s->fd, SHUT_RDWR);
+	s->conn = NULL;
+	/* freed by the thread before its next epoll_wait (an event for s may
+	 * already be in its hands), or by tcp_serve_stop */
+	s->next_dead = tc->graveyard;
+	tc->graveyard = s;
+	pthread_mutex_unlock(&tc->lock);
+}
+
+void tcp_serve_stop(struct rt_ctx *ctx)
+{
+	struct tcp_ctx *tc = ctx->backend;
+	uint64_t one = 1;
+
+	if (tc->started) {
+		pthread_mutex_lock(&tc->lock);
+		tc->stop = 1;
+		pthread_mutex_unlock(&tc->lock);
+		if (write(tc->evfd, &one, sizeof(one)) < 0)
+			RDMAPS_ERR("tcp: write(eventfd) failed: %s", strerror(errno));
+		pthread_join(tc->thr, NULL);
+		tc->started = 0;
+	}
+	while (tc->graveyard) {
+		struct tcp_srv *d = tc->graveyard;
+
+		tc->graveyard = d->next_dead;
+		close(d->fd);
+		free(d);
+	}
+}

@@ -1,0 +1,621 @@
+/* TCP backend: context, listen / accept / connect, the handshake, teardown
+ * and the ops table.
+ *
+ * Handshake (docs/transport.md): the client opens two sockets to the
+ * server's port and sends a hello on each (channel OPS / SERVE, the same
+ * random 64-bit nonce, its identity and the auth token).  The server pairs
+ * them by nonce, checks the token (constant time; a wrong one gets an AUTH
+ * set-up reply and is closed, rt_accept keeps waiting), and rt_accept
+ * returns.  rt_accept_grant sends, on the client's OPS socket, a set-up
+ * reply (status 0) with the server's grants table; the client answers with
+ * its own table on the same socket.  rt_reject answers REFUSED. */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tcp_internal.h"
+
+#define TCP_PENDING_MAX 64
+
+struct tcp_pending {
+	int fd;
+	unsigned got;
+	uint64_t deadline;
+	uint8_t buf[TCP_HELLO_LEN];
+	struct tcp_hello hello;
+	int complete;
+};
+
+struct tcp_listener {
+	int fd;
+	int npend;
+	struct tcp_pending pend[TCP_PENDING_MAX];
+};
+
+struct tcp_request {
+	int fd_ops;     /* client's OPS channel: our serve socket */
+	int fd_serve;   /* client's SERVE channel: our ops socket */
+};
+
+/* ------------------------------------------------------------ context */
+
+static int tcp_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
+{
+	struct tcp_ctx *tc = calloc(1, sizeof(*tc));
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = NULL };
+
+	(void)cfg;
+	if (!tc) {
+		RDMAPS_ERR("tcp: calloc(ctx) failed");
+		return RDMAPS_E_NOMEM;
+	}
+	tc->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (tc->epfd < 0) {
+		RDMAPS_ERR("tcp: epoll_create1 failed: %s", strerror(errno));
+		goto err_free;
+	}
+	tc->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (tc->evfd < 0) {
+		RDMAPS_ERR("tcp: eventfd failed: %s", strerror(errno));
+		goto err_ep;
+	}
+	if (epoll_ctl(tc->epfd, EPOLL_CTL_ADD, tc->evfd, &e) < 0) {
+		RDMAPS_ERR("tcp: epoll_ctl(eventfd) failed: %s", strerror(errno));
+		goto err_ev;
+	}
+	pthread_mutex_init(&tc->lock, NULL);
+	ctx->backend = tc;
+	return RDMAPS_OK;
+err_ev:
+	close(tc->evfd);
+err_ep:
+	close(tc->epfd);
+err_free:
+	free(tc);
+	return RDMAPS_E_IO;
+}
+
+static void tcp_ctx_fini(struct rt_ctx *ctx)
+{
+	struct tcp_ctx *tc = ctx->backend;
+
+	if (!tc)
+		return;
+	tcp_serve_stop(ctx);
+	pthread_mutex_destroy(&tc->lock);
+	close(tc->evfd);
+	close(tc->epfd);
+	free(tc);
+	ctx->backend = NULL;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static int resolve(const char *host, uint16_t port, int passive, struct addrinfo **ai)
+{
+	struct addrinfo hints;
+	char serv[8];
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	snprintf(serv, sizeof(serv), "%u", port);
+	rc = getaddrinfo(host && *host ? host : NULL, serv, &hints, ai);
+	if (rc) {
+		RDMAPS_ERR("tcp: getaddrinfo(%s) failed: %s", host ? host : "*", gai_strerror(rc));
+		return RDMAPS_E_UNREACHABLE;
+	}
+	return RDMAPS_OK;
+}
+
+static int send_setup(int fd, int32_t status, const uint8_t *table, size_t tlen,
+		      uint64_t deadline)
+{
+	uint8_t h[TCP_SETUP_LEN] = { 0 };
+	int rc;
+
+	rt_put32(h, TCP_SETUP_MAGIC);
+	rt_put16(h + 4, 1);
+	rt_put32(h + 8, (uint32_t)status);
+	rt_put32(h + 12, (uint32_t)tlen);
+	rc = tcp_send_all(fd, h, sizeof(h), deadline);
+	if (!rc && tlen)
+		rc = tcp_send_all(fd, table, tlen, deadline);
+	return rc;
+}
+
+/* Receive a set-up message; *status is the peer's; the table lands in conn. */
+static int recv_setup(int fd, struct rt_conn *conn, int32_t *status, uint64_t deadline)
+{
+	uint8_t h[TCP_SETUP_LEN], table[RT_TABLE_MAX_LEN];
+	struct rt_remote r[RT_MAX_GRANTS];
+	uint32_t tlen;
+	int n = 0, rc;
+
+	rc = tcp_recv_all(fd, h, sizeof(h), deadline);
+	if (rc)
+		return rc;
+	if (rt_get32(h) != TCP_SETUP_MAGIC || rt_get16(h + 4) != 1)
+		return RDMAPS_E_PROTO;
+	*status = (int32_t)rt_get32(h + 8);
+	tlen = rt_get32(h + 12);
+	if (*status)
+		return tlen ? RDMAPS_E_PROTO : RDMAPS_OK;
+	if (tlen > sizeof(table))
+		return RDMAPS_E_PROTO;
+	rc = tcp_recv_all(fd, table, tlen, deadline);
+	if (rc)
+		return rc;
+	rc = rt_desc_table_decode(table, tlen, r, RT_MAX_GRANTS, &n);
+	if (rc)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		conn->remote[r[i].id] = r[i];
+		conn->remote_valid[r[i].id] = 1;
+	}
+	return RDMAPS_OK;
+}
+
+static int encode_my_table(const struct rt_conn *c, uint8_t *buf, size_t *len)
+{
+	struct rt_remote mine[RT_MAX_GRANTS];
+	int n = 0;
+
+	for (uint32_t i = 0; i < RT_MAX_GRANTS; i++) {
+		const struct rt_local *l = &c->local[i];
+
+		if (!l->valid || !l->rights)
+			continue;
+		mine[n].id = i;
+		mine[n].addr = (uint64_t)(uintptr_t)l->addr;
+		mine[n].len = l->len;
+		mine[n].rkey = 0;
+		mine[n].rights = l->rights;
+		n++;
+	}
+	return rt_desc_table_encode(mine, n, buf, RT_TABLE_MAX_LEN, len);
+}
+
+/* Both sockets are set up: build the initiator state and start serving. */
+static int conn_start(struct rt_conn *c, int ofd, int sfd)
+{
+	struct tcp_conn *t = aligned_alloc(64, (sizeof(*t) + 63) & ~(size_t)63);
+	int rc;
+
+	if (!t) {
+		RDMAPS_ERR("tcp: out of memory for a connection");
+		return RDMAPS_E_NOMEM;
+	}
+	memset(t, 0, sizeof(*t));
+	t->ofd = ofd;
+	t->io_timeout_ms = c->ctx->timeout_ms;
+	rt_put32(t->txh, TCP_FRAME_MAGIC);
+	c->backend = t;
+	rc = tcp_serve_add(c->ctx, c, sfd);
+	if (rc) {
+		free(t);
+		c->backend = NULL;
+		return rc;
+	}
+	return RDMAPS_OK;
+}
+
+/* ------------------------------------------------------------ server */
+
+static int tcp_listen(struct rt_ctx *ctx, const char *host, uint16_t port,
+		      struct rt_listener *lst)
+{
+	struct tcp_listener *tl;
+	struct addrinfo *ai = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int one = 1, rc;
+
+	(void)ctx;
+	tl = calloc(1, sizeof(*tl));
+	if (!tl) {
+		RDMAPS_ERR("tcp: calloc(listener) failed");
+		return RDMAPS_E_NOMEM;
+	}
+	rc = resolve(host, port, 1, &ai);
+	if (rc)
+		goto err_free;
+	tl->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (tl->fd < 0) {
+		RDMAPS_ERR("tcp: socket failed: %s", strerror(errno));
+		rc = RDMAPS_E_IO;
+		goto err_ai;
+	}
+	setsockopt(tl->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(tl->fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		RDMAPS_ERR("tcp: bind(%s:%u) failed: %s", host ? host : "*", port, strerror(errno));
+		rc = errno == EADDRNOTAVAIL ? RDMAPS_E_UNREACHABLE : RDMAPS_E_IO;
+		goto err_sock;
+	}
+	if (listen(tl->fd, 128) < 0) {
+		RDMAPS_ERR("tcp: listen failed: %s", strerror(errno));
+		rc = RDMAPS_E_IO;
+		goto err_sock;
+	}
+	if (getsockname(tl->fd, (struct sockaddr *)&ss, &sl) < 0) {
+		RDMAPS_ERR("tcp: getsockname failed: %s", strerror(errno));
+		rc = RDMAPS_E_IO;
+		goto err_sock;
+	}
+	lst->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						   : ((struct sockaddr_in *)&ss)->sin_port);
+	freeaddrinfo(ai);
+	lst->backend = tl;
+	return RDMAPS_OK;
+err_sock:
+	close(tl->fd);
+err_ai:
+	freeaddrinfo(ai);
+err_free:
+	free(tl);
+	return rc;
+}
+
+static void pend_drop(struct tcp_listener *tl, int i, int close_fd)
+{
+	if (close_fd)
+		close(tl->pend[i].fd);
+	tl->pend[i] = tl->pend[--tl->npend];
+}
+
+static void tcp_listener_fini(struct rt_listener *lst)
+{
+	struct tcp_listener *tl = lst->backend;
+
+	if (!tl)
+		return;
+	while (tl->npend)
+		pend_drop(tl, 0, 1);
+	close(tl->fd);
+	free(tl);
+	lst->backend = NULL;
+}
+
+/* A hello is complete on pend[i]: validate; 1 = keep, 0 = dropped. */
+static int pend_hello(struct rt_ctx *ctx, struct tcp_listener *tl, int i)
+{
+	struct tcp_pending *p = &tl->pend[i];
+	uint8_t tok[RT_TOKEN_MAX] = { 0 };
+
+	if (tcp_hello_decode(p->buf, &p->hello)) {
+		RDMAPS_WARN("tcp: malformed hello; connection dropped");
+		pend_drop(tl, i, 1);
+		return 0;
+	}
+	memcpy(tok, ctx->token, ctx->token_len);
+	if (p->hello.token_len != ctx->token_len ||
+	    !tcp_token_equal(p->hello.token, tok, RT_TOKEN_MAX)) {
+		if (p->hello.channel == TCP_CH_OPS) /* once per attempt */
+			RDMAPS_WARN("tcp: wrong auth token from role %u index %u; refused",
+				    p->hello.h.role, p->hello.h.index);
+		send_setup(p->fd, RDMAPS_E_AUTH, NULL, 0, tcp_now_ms() + 100);
+		pend_drop(tl, i, 1);
+		return 0;
+	}
+	p->complete = 1;
+	return 1;
+}
+
+static int find_pair(struct tcp_listener *tl, int *iops, int *iserve)
+{
+	for (int i = 0; i < tl->npend; i++) {
+		if (!tl->pend[i].complete || tl->pend[i].hello.channel != TCP_CH_OPS)
+			continue;
+		for (int j = 0; j < tl->npend; j++) {
+			if (tl->pend[j].complete && tl->pend[j].hello.channel == TCP_CH_SERVE &&
+			    tl->pend[j].hello.nonce == tl->pend[i].hello.nonce) {
+				*iops = i;
+				*iserve = j;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request *req)
+{
+	struct tcp_listener *tl = lst->backend;
+	struct rt_ctx *ctx = lst->ctx;
+	uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+
+	for (;;) {
+		struct pollfd pfd[TCP_PENDING_MAX + 1];
+		int a, b, rc, wait;
+		uint64_t now = tcp_now_ms();
+
+		if (find_pair(tl, &a, &b)) {
+			struct tcp_request *r = calloc(1, sizeof(*r));
+			int fa = tl->pend[a].fd, fb = tl->pend[b].fd;
+
+			if (!r) {
+				RDMAPS_ERR("tcp: calloc(request) failed");
+				return RDMAPS_E_NOMEM;
+			}
+			r->fd_ops = fa;
+			r->fd_serve = fb;
+			req->hello = tl->pend[a].hello.h;
+			req->backend = r;
+			/* drop the higher index first so the lower stays valid */
+			pend_drop(tl, a > b ? a : b, 0);
+			pend_drop(tl, a > b ? b : a, 0);
+			return RDMAPS_OK;
+		}
+		/* expire half-open sockets */
+		for (int i = 0; i < tl->npend;) {
+			if (now >= tl->pend[i].deadline) {
+				RDMAPS_WARN("tcp: incomplete connection attempt timed out");
+				pend_drop(tl, i, 1);
+			} else {
+				i++;
+			}
+		}
+		wait = tcp_remaining(deadline);
+		if (!wait && timeout_ms)
+			return RDMAPS_E_TIMEOUT;
+		pfd[0].fd = tl->fd;
+		pfd[0].events = tl->npend < TCP_PENDING_MAX ? POLLIN : 0;
+		for (int i = 0; i < tl->npend; i++) {
+			pfd[i + 1].fd = tl->pend[i].fd;
+			pfd[i + 1].events = tl->pend[i].complete ? 0 : POLLIN;
+			if (tl->pend[i].deadline - now < (uint64_t)wait)
+				wait = (int)(tl->pend[i].deadline - now) + 1;
+		}
+		rc = poll(pfd, (nfds_t)tl->npend + 1, wait);
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			RDMAPS_ERR("tcp: poll(listener) failed: %s", strerror(errno));
+			return RDMAPS_E_IO;
+		}
+		if (rc == 0 && !timeout_ms)
+			return RDMAPS_E_TIMEOUT;
+		/* read hellos (indices of pfd are stable until we drop) */
+		for (int i = tl->npend - 1; i >= 0; i--) {
+			struct tcp_pending *p = &tl->pend[i];
+			ssize_t n;
+
+			if (!(pfd[i + 1].revents & (POLLIN | POLLERR | POLLHUP)))
+				continue;
+			n = recv(p->fd, p->buf + p->got, TCP_HELLO_LEN - p->got, 0);
+			if (n > 0) {
+				p->got += (unsigned)n;
+				if (p->got == TCP_HELLO_LEN)
+					pend_hello(ctx, tl, i);
+			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				pend_drop(tl, i, 1);
+			}
+		}
+		if (pfd[0].revents & POLLIN) {
+			int fd = accept4(tl->fd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd >= 0) {
+				if (tcp_set_sock_opts(fd)) {
+					close(fd);
+				} else {
+					struct tcp_pending *p = &tl->pend[tl->npend++];
+
+					memset(p, 0, sizeof(*p));
+					p->fd = fd;
+					p->deadline = tcp_now_ms() + (uint64_t)ctx->timeout_ms;
+				}
+			} else if (errno != EAGAIN && errno != EINTR) {
+				RDMAPS_WARN("tcp: accept failed: %s", strerror(errno));
+			}
+		}
+	}
+}
+
+static int tcp_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
+			    struct rt_conn *conn)
+{
+	struct tcp_request *r = req->backend;
+	uint64_t deadline = tcp_now_ms() + (uint64_t)req->ctx->timeout_ms;
+	uint8_t table[RT_TABLE_MAX_LEN];
+	size_t tlen = 0;
+	int32_t st = 0;
+	int rc;
+
+	rc = rt_grants_to_local(conn, g, n);
+	if (!rc)
+		rc = encode_my_table(conn, table, &tlen);
+	if (rc) {
+		send_setup(r->fd_ops, RDMAPS_E_REFUSED, NULL, 0, deadline);
+		goto err;
+	}
+	rc = send_setup(r->fd_ops, 0, table, tlen, deadline);
+	if (!rc)
+		rc = recv_setup(r->fd_ops, conn, &st, deadline);
+	if (!rc && st)
+		rc = RDMAPS_E_PROTO;
+	if (!rc)
+		rc = conn_start(conn, r->fd_serve, r->fd_ops);
+	if (rc) {
+		RDMAPS_ERR("tcp: completing the connection of role %u index %u failed: %s",
+			   req->hello.role, req->hello.index, rdmaps_strerror(rc));
+		goto err;
+	}
+	free(r);
+	req->backend = NULL;
+	return RDMAPS_OK;
+err:
+	close(r->fd_ops);
+	close(r->fd_serve);
+	free(r);
+	req->backend = NULL;
+	return rc;
+}
+
+static void tcp_reject(struct rt_request *req)
+{
+	struct tcp_request *r = req->backend;
+
+	if (!r)
+		return;
+	send_setup(r->fd_ops, RDMAPS_E_REFUSED, NULL, 0, tcp_now_ms() + 100);
+	close(r->fd_ops);
+	close(r->fd_serve);
+	free(r);
+	req->backend = NULL;
+}
+
+/* ------------------------------------------------------------ client */
+
+static int connect_one(const struct addrinfo *ai, uint64_t deadline, int *out)
+{
+	int fd, rc, err = 0;
+	socklen_t el = sizeof(err);
+	struct pollfd p;
+
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		RDMAPS_ERR("tcp: socket failed: %s", strerror(errno));
+		return RDMAPS_E_IO;
+	}
+	rc = tcp_set_sock_opts(fd);
+	if (rc)
+		goto err;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		if (errno != EINPROGRESS) {
+			err = errno;
+			goto err_errno;
+		}
+		p.fd = fd;
+		p.events = POLLOUT;
+		do
+			rc = poll(&p, 1, tcp_remaining(deadline));
+		while (rc < 0 && errno == EINTR);
+		if (rc == 0) {
+			rc = RDMAPS_E_TIMEOUT;
+			goto err;
+		}
+		if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0) {
+			err = errno;
+			goto err_errno;
+		}
+		if (err)
+			goto err_errno;
+	}
+	*out = fd;
+	return RDMAPS_OK;
+err_errno:
+	rc = tcp_errno_status(err);
+	if (rc == RDMAPS_E_IO || rc == RDMAPS_E_PEER_GONE)
+		rc = err == ECONNRESET ? RDMAPS_E_REFUSED : RDMAPS_E_UNREACHABLE;
+err:
+	close(fd);
+	return rc;
+}
+
+static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
+		       const struct rt_hello *hello, const struct rt_grant *g, int n,
+		       int timeout_ms, struct rt_conn *conn)
+{
+	uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+	struct addrinfo *ai = NULL;
+	struct tcp_hello th;
+	uint8_t hb[TCP_HELLO_LEN], table[RT_TABLE_MAX_LEN];
+	size_t tlen = 0;
+	int fa = -1, fb = -1, rc;
+	int32_t st = 0;
+
+	rc = rt_grants_to_local(conn, g, n);
+	if (!rc)
+		rc = encode_my_table(conn, table, &tlen);
+	if (rc)
+		return rc;
+	rc = resolve(host, port, 0, &ai);
+	if (rc)
+		return rc;
+	memset(&th, 0, sizeof(th));
+	th.h = *hello;
+	th.token_len = (uint32_t)ctx->token_len;
+	memcpy(th.token, ctx->token, ctx->token_len);
+	if (getrandom(&th.nonce, sizeof(th.nonce), 0) != sizeof(th.nonce))
+		th.nonce = tcp_now_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)conn;
+	rc = connect_one(ai, deadline, &fa);
+	if (rc)
+		goto err;
+	th.channel = TCP_CH_OPS;
+	tcp_hello_encode(&th, hb);
+	rc = tcp_send_all(fa, hb, sizeof(hb), deadline);
+	if (rc)
+		goto err;
+	rc = connect_one(ai, deadline, &fb);
+	if (rc)
+		goto err;
+	th.channel = TCP_CH_SERVE;
+	tcp_hello_encode(&th, hb);
+	rc = tcp_send_all(fb, hb, sizeof(hb), deadline);
+	if (rc)
+		goto err;
+	rc = recv_setup(fa, conn, &st, deadline);
+	if (!rc && st)
+		rc = st == RDMAPS_E_AUTH || st == RDMAPS_E_REFUSED ? st : RDMAPS_E_PROTO;
+	if (rc)
+		goto err;
+	rc = send_setup(fa, 0, table, tlen, deadline);
+	if (rc)
+		goto err;
+	rc = conn_start(conn, fa, fb);
+	if (rc)
+		goto err;
+	freeaddrinfo(ai);
+	return RDMAPS_OK;
+err:
+	if (rc == RDMAPS_E_AUTH)
+		RDMAPS_ERR("tcp: %s:%u refused our auth token", host, port);
+	else
+		RDMAPS_ERR("tcp: connect to %s:%u failed: %s", host, port, rdmaps_strerror(rc));
+	rt_conn_set_err(conn, "tcp: connect to %s:%u failed: %s", host, port,
+			rdmaps_strerror(rc));
+	if (fb >= 0)
+		close(fb);
+	if (fa >= 0)
+		close(fa);
+	freeaddrinfo(ai);
+	return rc;
+}
+
+static void tcp_conn_fini(struct rt_conn *c)
+{
+	struct tcp_conn *t = c->backend;
+
+	if (!t)
+		return;
+	tcp_serve_remove(c->ctx, t->srv);  /* closes the serve socket later */
+	close(t->ofd);
+	free(t);
+	c->backend = NULL;
+}
+
+const struct rt_ops rt_tcp_ops = {
+	.name = "tcp",
+	.ctx_init = tcp_ctx_init,
+	.ctx_fini = tcp_ctx_fini,
+	.listen = tcp_listen,
+	.listener_fini = tcp_listener_fini,
+	.accept = tcp_accept,
+	.accept_grant = tcp_accept_grant,
+	.reject = tcp_reject,
+	.connect = tcp_connect,
+	.conn_fini = tcp_conn_fini,
+	.post = tcp_post,
+	.poll = tcp_poll,
+	.flush = tcp_flush,
+};
