@@ -8,7 +8,7 @@ export PATH=/usr/bin:/usr/sbin:/bin:/sbin HOME=/tmp
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
+# no tmpfs on /tmp: the build tree may live under /tmp at its host path
 ulimit -l unlimited 2>/dev/null
 . /rdmaps/vm.env
 mode=test

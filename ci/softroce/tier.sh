@@ -78,6 +78,7 @@ total=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$out/ctest.log")
 passed=$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$out/ctest.log" | grep -c ' Passed ')
 skipped=$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$out/ctest.log" | grep -c 'Skipped')
 failed=$((total - passed - skipped))
+[ $crc -ne 0 ] && [ $failed -eq 0 ] && failed=1
 echo "RDMA-TIER passed=$passed failed=$failed skipped=$skipped"
 if [ $crc -ne 0 ] || [ $failed -ne 0 ]; then exit 1; fi
 if [ $passed -eq 0 ]; then
