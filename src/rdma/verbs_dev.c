@@ -1,13 +1,53 @@
 /* verbs backend: device probe, context, protection domain. */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "verbs_internal.h"
 
-/* True iff this device has at least one ACTIVE port.  Quiet. */
-static int dev_has_active_port(struct ibv_device *dev)
+/* The probe must not use librdmacm: librdmacm caches the device contexts it
+ * opens for the life of the process, and a process that fork()s after a
+ * probe would hand its children contexts the kernel refuses to serve
+ * (uverbs write: EACCES, the file was opened with the parent's creds).  So
+ * the probe opens and closes devices with plain verbs and matches the host
+ * address against the ports' GID tables (RoCE: IPv4-mapped / IPv6 GIDs). */
+
+/* host -> GID form of its address; *wild for 0.0.0.0 / ::.  0 or -1. */
+static int host_gid(const char *host, union ibv_gid *gid, int *wild)
+{
+	struct addrinfo hints, *ai = NULL;
+	int rc = -1;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	memset(gid, 0, sizeof(*gid));
+	*wild = 0;
+	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+		return -1;
+	if (ai->ai_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ai->ai_addr;
+
+		*wild = sin->sin_addr.s_addr == htonl(INADDR_ANY);
+		gid->raw[10] = 0xff;
+		gid->raw[11] = 0xff;
+		memcpy(&gid->raw[12], &sin->sin_addr, 4);
+		rc = 0;
+	} else if (ai->ai_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ai->ai_addr;
+
+		*wild = !memcmp(&s6->sin6_addr, &in6addr_any, sizeof(in6addr_any));
+		memcpy(gid->raw, &s6->sin6_addr, 16);
+		rc = 0;
+	}
+	freeaddrinfo(ai);
+	return rc;
+}
+
+/* True iff dev has an ACTIVE port (whose GID table holds gid, if given). */
+static int dev_serves(struct ibv_device *dev, const union ibv_gid *gid)
 {
 	struct ibv_context *vc = ibv_open_device(dev);
 	struct ibv_device_attr da;
@@ -19,101 +59,69 @@ static int dev_has_active_port(struct ibv_device *dev)
 		for (uint8_t p = 1; p <= da.phys_port_cnt && !ok; p++) {
 			struct ibv_port_attr pa;
 
-			if (ibv_query_port(vc, p, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
+			if (ibv_query_port(vc, p, &pa) != 0 || pa.state != IBV_PORT_ACTIVE)
+				continue;
+			if (!gid) {
 				ok = 1;
+				break;
+			}
+			for (int i = 0; i < pa.gid_tbl_len && !ok; i++) {
+				union ibv_gid g;
+
+				if (ibv_query_gid(vc, p, i, &g) == 0 &&
+				    !memcmp(g.raw, gid->raw, sizeof(g.raw)))
+					ok = 1;
+			}
 		}
 	}
 	ibv_close_device(vc);
 	return ok;
 }
 
-/* Does rdma_cm map host to an RDMA device?  Wildcard addresses: yes. */
-static int host_has_device(const char *host)
-{
-	struct rdma_cm_id *id = NULL;
-	struct addrinfo hints, *ai = NULL;
-	int ok = 0;
-
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_flags = AI_PASSIVE;
-	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
-		return 0;
-	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) != 0)
-		goto out;
-	/* bound: id->verbs is the serving device, or NULL for a wildcard
-	 * address, which any active device serves; a local address without an
-	 * RDMA device fails with ENODEV */
-	if (rdma_bind_addr(id, ai->ai_addr) == 0)
-		ok = 1;
-	rdma_destroy_id(id);
-out:
-	freeaddrinfo(ai);
-	return ok;
-}
-
-int rt_verbs_probe(const char *host)
+/* The device serving host (NULL/wildcard: the first active one), called
+ * with the device list held; fn(dev) is evaluated on it.  -1 = none. */
+static int with_device(const char *host, int (*fn)(struct ibv_device *))
 {
 	struct ibv_device **list;
-	int n = 0, found = 0;
+	union ibv_gid gid;
+	int n = 0, wild = 1, r = -1;
 
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return 0;
-	for (int i = 0; i < n && !found; i++)
-		found = dev_has_active_port(list[i]);
-	ibv_free_device_list(list);
-	if (!found)
-		return 0;
-	if (host && *host)
-		return host_has_device(host);
-	return 1;
-}
-
-/* NUMA node of the device serving host (or of the first active one). */
-static int device_numa_node(const char *host)
-{
-	struct ibv_device **list;
-	struct ibv_device *dev = NULL;
-	int n = 0, node = -1;
-
+	if (host && *host && host_gid(host, &gid, &wild))
+		return -1;
 	list = ibv_get_device_list(&n);
 	if (!list)
 		return -1;
-	if (host && *host) {
-		struct rdma_cm_id *id = NULL;
-		struct addrinfo hints, *ai = NULL;
-
-		memset(&hints, 0, sizeof(hints));
-		hints.ai_flags = AI_PASSIVE;
-		if (getaddrinfo(host, NULL, &hints, &ai) == 0 && ai) {
-			if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0) {
-				if (rdma_bind_addr(id, ai->ai_addr) == 0 && id->verbs)
-					node = rt_numa_node_of_device(id->verbs->device);
-				rdma_destroy_id(id);
-			}
-			freeaddrinfo(ai);
+	for (int i = 0; i < n; i++) {
+		if (dev_serves(list[i], wild ? NULL : &gid)) {
+			r = fn(list[i]);
+			break;
 		}
 	}
-	for (int i = 0; node < 0 && !dev && i < n; i++)
-		if (dev_has_active_port(list[i]))
-			dev = list[i];
-	if (node < 0 && dev)
-		node = rt_numa_node_of_device(dev);
 	ibv_free_device_list(list);
-	return node;
+	return r;
+}
+
+static int found(struct ibv_device *dev) { (void)dev; return 1; }
+
+int rt_verbs_probe(const char *host)
+{
+	return with_device(host, found) == 1;
 }
 
 int verbs_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
 {
-	if (!rt_verbs_probe(cfg ? cfg->bind_host : NULL)) {
-		RDMAPS_INFO("verbs: no active RDMA device%s%s",
-			    cfg && cfg->bind_host ? " serves " : "",
-			    cfg && cfg->bind_host ? cfg->bind_host : "");
+	const char *host = cfg ? cfg->bind_host : NULL;
+
+	if (!rt_verbs_probe(host)) {
+		RDMAPS_INFO("verbs: no active RDMA device%s%s", host ? " serves " : "",
+			    host ? host : "");
 		return RDMAPS_E_NODEV;
 	}
-	if (cfg && cfg->numa_node < 0)
-		ctx->numa_node = device_numa_node(cfg->bind_host);
+	if (cfg && cfg->numa_node < 0) {
+		int node = with_device(host, rt_numa_node_of_device);
+
+		ctx->numa_node = node >= 0 ? node : -1;
+	}
 	ctx->backend = NULL; /* all verbs state is per connection */
 	return RDMAPS_OK;
 }

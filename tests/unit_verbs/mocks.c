@@ -108,6 +108,9 @@ int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 int ibv_query_port(struct ibv_context *c, uint8_t p, struct _compat_ibv_port_attr *a)
 { (void)c; (void)p; (void)a; return ENOSYS; }
 
+int ibv_query_gid(struct ibv_context *c, uint8_t p, int i, union ibv_gid *g)
+{ (void)c; (void)p; (void)i; (void)g; return ENOSYS; }
+
 const char *ibv_wc_status_str(enum ibv_wc_status s)
 {
 	switch (s) {
