@@ -22,6 +22,7 @@
 
 #include "rdma/rt.h"
 #include "rdma/rt_internal.h"   /* to forge a peer table (target-side checks) */
+#include "rdma/tcp_internal.h"  /* to inject a malformed frame (TCP only) */
 
 #define BIG (16u << 20)
 #define BIG_ALLOC (BIG + 4096)
@@ -581,6 +582,41 @@ static int t_killed(struct rt_ctx *ctx, uint16_t port, pid_t victim)
 	return 0;
 }
 
+/* TCP: garbage on one connection's request stream closes that connection
+ * only (the target logs it); the other peer keeps being served. */
+static int t_malformed(struct rt_ctx *ctx, uint16_t port, struct client *other)
+{
+	struct client c;
+	struct rt_completion cmp;
+	uint8_t junk[TCP_FRAME_LEN];
+	struct tcp_frame f = { .op = RT_OP_READ, .rid = G_BIG, .len = TCP_MAX_LEN + 1 };
+	int rc;
+
+	for (int variant = 0; variant < 3; variant++) {
+		rc = client_open(&c, ctx, port, 60);
+		CHECK(rc == 0, "connect: %s", rdmaps_strerror(rc));
+		tcp_frame_encode(&f, junk);
+		if (variant == 1)
+			junk[0] ^= 0xff;          /* bad magic */
+		if (variant == 2)
+			junk[4] = 0x42;           /* unknown op */
+		{
+			struct tcp_conn *t = c.conn->backend;
+
+			CHECK(write(t->ofd, junk, sizeof(junk)) == (ssize_t)sizeof(junk), "inject");
+		}
+		rc = rt_poll(c.conn, &cmp, 1, TMO);
+		CHECK(rc == RDMAPS_E_PEER_GONE, "variant %d: poll after garbage: %d %s", variant,
+		      rc, rdmaps_strerror(rc));
+		rc = rt_read(c.conn, L_BUF, 0, G_BIG, 0, 8, 1, RT_F_SIGNALED);
+		CHECK(rc == RDMAPS_E_PEER_GONE, "post on the broken conn: %s", rdmaps_strerror(rc));
+		client_close(&c);
+		rc = do_read(other, 0, G_RO, 0, 64);
+		CHECK(rc == 0, "other peer after garbage: %s", rdmaps_strerror(rc));
+	}
+	return 0;
+}
+
 #define RUN(name, call)                                                         \
 	do {                                                                    \
 		int _f = g_fail;                                                \
@@ -645,6 +681,8 @@ int main(int argc, char **argv)
 	RUN("cmp-swap semantics", t_cas(&c));
 	RUN("fetch-add from 4 peers + target-local adds", t_adders_sum(&c, adders));
 	RUN("bounds/rights violations, target keeps serving", t_violations(&c, &other));
+	if (g_kind == RT_TCP)
+		RUN("malformed frames close only that connection", t_malformed(ctx, port, &other));
 	RUN("wrong auth token refused", t_auth(port, &other));
 	RUN("closed port refused, bad host unreachable", t_refused(ctx));
 	RUN("peer SIGKILLed mid-operation", t_killed(ctx, vport, victim));

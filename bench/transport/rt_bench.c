@@ -1,0 +1,584 @@
+/* rt_bench: transport latency, perftest style.
+ *
+ *   rt_bench [--transport tcp|rdma] [--addr HOST] [--op read|write|fadd|all]
+ *            [--min-size B] [--max-size B] [--iters N] [--warmup N]
+ *            [--warmup-ms MS] [--json FILE] [--raw-tcp]
+ *
+ * Forks a server on HOST (default 127.0.0.1) and measures, from the client,
+ * the ROUND TRIP of one signaled operation (post -> completion polled):
+ * READ, WRITE (signaled: completion = target acknowledged), FETCH_ADD (8 B).
+ * Sizes are powers of 4 from --min-size (8) to --max-size (1 MiB), plus
+ * --max-size itself.  Warm-up: --warmup ops or --warmup-ms, whichever ends
+ * first; samples are then reset.  Every sample is kept (no tail dropped);
+ * statistics in double.
+ *
+ * --raw-tcp measures only the reference: a plain blocking TCP request/
+ * response moving the same bytes (READ: 16 B request, 16 B + len reply;
+ * WRITE: 16 B + len request, 16 B reply; FADD: 16 B each way).  The default
+ * TCP run measures both and prints "vs-raw-tcp <op> <bytes> p50_ratio=x". */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdma/rt.h"
+
+#define MAXS 32
+#define BUF_LEN ((size_t)(1u << 20) + 4096)
+
+enum bop { B_READ, B_WRITE, B_FADD, B_N };
+static const char *bop_name[B_N] = { "READ", "WRITE", "FETCH_ADD" };
+
+struct opts {
+	enum rt_kind kind;
+	const char *addr;
+	int ops_mask;
+	size_t min_size, max_size;
+	long iters, warmup, warmup_ms;
+	const char *json;
+	int raw_only;
+};
+
+struct stats {
+	long n;
+	double min, p50, avg, stdev, p99, p999, max;
+};
+
+struct result {
+	const char *impl;
+	enum bop op;
+	size_t bytes;
+	struct stats s;
+};
+
+static struct result g_res[2 * B_N * MAXS];
+static int g_nres;
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *v, long n, double p)
+{
+	long i = (long)ceil(p * (double)n) - 1;
+
+	if (i < 0)
+		i = 0;
+	if (i >= n)
+		i = n - 1;
+	return v[i];
+}
+
+static void compute(double *v, long n, struct stats *s)
+{
+	double sum = 0, sq = 0;
+
+	qsort(v, (size_t)n, sizeof(double), cmp_dbl);
+	for (long i = 0; i < n; i++)
+		sum += v[i];
+	s->n = n;
+	s->avg = sum / (double)n;
+	for (long i = 0; i < n; i++)
+		sq += (v[i] - s->avg) * (v[i] - s->avg);
+	s->stdev = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
+	s->min = v[0];
+	s->max = v[n - 1];
+	s->p50 = pct(v, n, 0.50);
+	s->p99 = pct(v, n, 0.99);
+	s->p999 = pct(v, n, 0.999);
+}
+
+static long iters_for(const struct opts *o, size_t bytes)
+{
+	long cap = (long)((256u << 20) / bytes); /* at most ~256 MiB per row */
+
+	if (cap < 200)
+		cap = 200;
+	return o->iters < cap ? o->iters : cap;
+}
+
+static void print_header(const char *impl)
+{
+	printf("\n# %s: round trip latency in microseconds (post -> completion)\n", impl);
+	printf("%-10s %9s %8s %9s %9s %9s %9s %9s %9s %9s\n", "op", "bytes", "iters",
+	       "t_min", "t_p50", "t_avg", "t_stdev", "t_p99", "t_p99.9", "t_max");
+}
+
+static void record(const char *impl, enum bop op, size_t bytes, double *v, long n)
+{
+	struct result *r = &g_res[g_nres++];
+
+	r->impl = impl;
+	r->op = op;
+	r->bytes = bytes;
+	compute(v, n, &r->s);
+	printf("%-10s %9zu %8ld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", bop_name[op],
+	       bytes, r->s.n, r->s.min, r->s.p50, r->s.avg, r->s.stdev, r->s.p99, r->s.p999,
+	       r->s.max);
+	fflush(stdout);
+}
+
+static int sizes(const struct opts *o, enum bop op, size_t *out)
+{
+	int n = 0;
+
+	if (op == B_FADD) {
+		out[0] = 8;
+		return 1;
+	}
+	for (size_t s = o->min_size; s <= o->max_size && n < MAXS - 1; s *= 4)
+		out[n++] = s;
+	if (n && out[n - 1] != o->max_size)
+		out[n++] = o->max_size;
+	return n;
+}
+
+/* ------------------------------------------------------------ rt */
+
+static int rt_server(const struct opts *o, int port_fd)
+{
+	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1 };
+	struct rt_ctx *ctx = NULL;
+	struct rt_listener *lst = NULL;
+	struct rt_request *req = NULL;
+	struct rt_conn *conn = NULL;
+	struct rt_completion c;
+	uint16_t port;
+	void *buf;
+	int rc;
+
+	if ((rc = rt_ctx_new(&cfg, &ctx)) || (rc = rt_listen(ctx, o->addr, 0, &lst))) {
+		fprintf(stderr, "server: %s\n", rdmaps_strerror(rc));
+		return 1;
+	}
+	buf = rt_alloc(ctx, BUF_LEN);
+	port = rt_listener_port(lst);
+	if (!buf || write(port_fd, &port, 2) != 2)
+		return 1;
+	close(port_fd);
+	if ((rc = rt_accept(lst, 30000, &req))) {
+		fprintf(stderr, "server: accept: %s\n", rdmaps_strerror(rc));
+		return 1;
+	}
+	struct rt_grant g = { 0, buf, BUF_LEN, RT_RIGHT_READ | RT_RIGHT_WRITE | RT_RIGHT_ATOMIC };
+	if ((rc = rt_accept_grant(&req, &g, 1, &conn))) {
+		fprintf(stderr, "server: accept_grant: %s\n", rdmaps_strerror(rc));
+		return 1;
+	}
+	/* the progress thread serves; wait until the client goes away */
+	while ((rc = rt_poll(conn, &c, 1, 1000)) >= 0)
+		;
+	rt_conn_delete(&conn);
+	rt_listener_delete(&lst);
+	rt_free(ctx, buf, BUF_LEN);
+	rt_ctx_delete(&ctx);
+	return 0;
+}
+
+static int rt_one(struct rt_conn *conn, enum bop op, size_t len)
+{
+	struct rt_completion c;
+	int rc, n;
+
+	switch (op) {
+	case B_READ: rc = rt_read(conn, 0, 0, 0, 0, len, 1, RT_F_SIGNALED); break;
+	case B_WRITE: rc = rt_write(conn, 0, 0, 0, 0, len, 1, RT_F_SIGNALED); break;
+	default: rc = rt_fetch_add(conn, 0, 0, 0, 0, 1, 1, RT_F_SIGNALED); break;
+	}
+	if (rc)
+		return rc;
+	do
+		n = rt_poll(conn, &c, 1, 10000);
+	while (n == 0);
+	if (n < 0)
+		return n;
+	return c.status;
+}
+
+static int run_rt(const struct opts *o, double *v)
+{
+	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1 };
+	struct rt_ctx *ctx = NULL;
+	struct rt_conn *conn = NULL;
+	struct rt_hello h = { 1, 0, 0 };
+	int pp[2], st, rc;
+	uint16_t port;
+	pid_t pid;
+	void *buf;
+	const char *impl;
+
+	if (pipe(pp))
+		return 1;
+	pid = fork();
+	if (pid == 0) {
+		close(pp[0]);
+		_exit(rt_server(o, pp[1]));
+	}
+	close(pp[1]);
+	if (read(pp[0], &port, 2) != 2) {
+		fprintf(stderr, "server did not start\n");
+		return 1;
+	}
+	close(pp[0]);
+	if ((rc = rt_ctx_new(&cfg, &ctx))) {
+		fprintf(stderr, "client: %s\n", rdmaps_strerror(rc));
+		return 1;
+	}
+	impl = rt_ctx_kind(ctx) == RT_RDMA ? "rt-rdma" : "rt-tcp";
+	buf = rt_alloc(ctx, BUF_LEN);
+	struct rt_grant g = { 0, buf, BUF_LEN, RT_RIGHT_NONE };
+	if ((rc = rt_connect(ctx, o->addr, port, &h, &g, 1, 10000, &conn))) {
+		fprintf(stderr, "client: connect: %s\n", rdmaps_strerror(rc));
+		return 1;
+	}
+	print_header(impl);
+	for (int op = 0; op < B_N; op++) {
+		size_t sz[MAXS];
+		int ns;
+
+		if (!(o->ops_mask & (1 << op)))
+			continue;
+		ns = sizes(o, (enum bop)op, sz);
+		for (int k = 0; k < ns; k++) {
+			long n = iters_for(o, sz[k]);
+			double w0 = now_us();
+
+			for (long i = 0; i < o->warmup && now_us() - w0 < o->warmup_ms * 1e3; i++)
+				if ((rc = rt_one(conn, (enum bop)op, sz[k])))
+					goto fail;
+			for (long i = 0; i < n; i++) {
+				double t0 = now_us();
+
+				if ((rc = rt_one(conn, (enum bop)op, sz[k])))
+					goto fail;
+				v[i] = now_us() - t0;
+			}
+			record(impl, (enum bop)op, sz[k], v, n);
+		}
+	}
+	rt_conn_delete(&conn);
+	rt_free(ctx, buf, BUF_LEN);
+	rt_ctx_delete(&ctx);
+	waitpid(pid, &st, 0);
+	return 0;
+fail:
+	fprintf(stderr, "op failed: %s\n", rdmaps_strerror(rc));
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return 1;
+}
+
+/* ------------------------------------------------------------ raw TCP */
+
+static int full_io(int fd, void *buf, size_t len, int send_dir)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = send_dir ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+struct raw_hdr {
+	uint32_t op, pad;
+	uint64_t len;
+};
+
+static int raw_server(int lfd)
+{
+	static uint8_t buf[BUF_LEN];
+	int fd = accept(lfd, NULL, NULL), one = 1;
+	struct raw_hdr h;
+	uint64_t word = 0;
+
+	if (fd < 0)
+		return 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	while (full_io(fd, &h, sizeof(h), 0) == 0) {
+		if (h.len > BUF_LEN)
+			return 1;
+		if (h.op == B_READ) {
+			struct iovec iov[2] = { { &h, sizeof(h) }, { buf, h.len } };
+			struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+			ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
+
+			if (n < 0)
+				return 1;
+			if ((size_t)n < sizeof(h) + h.len) {
+				size_t off = (size_t)n;
+
+				if (off < sizeof(h) && full_io(fd, (uint8_t *)&h + off,
+							       sizeof(h) - off, 1))
+					return 1;
+				off = off < sizeof(h) ? 0 : off - sizeof(h);
+				if (full_io(fd, buf + off, h.len - off, 1))
+					return 1;
+			}
+		} else {
+			if (h.op == B_WRITE && full_io(fd, buf, h.len, 0))
+				return 1;
+			if (h.op == B_FADD)
+				h.len = __atomic_fetch_add(&word, 1, __ATOMIC_SEQ_CST);
+			if (full_io(fd, &h, sizeof(h), 1))
+				return 1;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+static int raw_one(int fd, uint8_t *buf, enum bop op, size_t len)
+{
+	struct raw_hdr h = { (uint32_t)op, 0, op == B_FADD ? 8 : len };
+
+	if (op == B_WRITE) {
+		struct iovec iov[2] = { { &h, sizeof(h) }, { buf, len } };
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+		ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
+
+		if (n < 0)
+			return -1;
+		if ((size_t)n < sizeof(h) + len) {
+			size_t off = (size_t)n;
+
+			if (off < sizeof(h) && full_io(fd, (uint8_t *)&h + off, sizeof(h) - off, 1))
+				return -1;
+			off = off < sizeof(h) ? 0 : off - sizeof(h);
+			if (full_io(fd, buf + off, len - off, 1))
+				return -1;
+		}
+		return full_io(fd, &h, sizeof(h), 0);
+	}
+	if (full_io(fd, &h, sizeof(h), 1) || full_io(fd, &h, sizeof(h), 0))
+		return -1;
+	if (op == B_READ)
+		return full_io(fd, buf, len, 0);
+	return 0;
+}
+
+static int run_raw(const struct opts *o, double *v)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), fd, one = 1, st;
+	uint8_t *buf = calloc(1, BUF_LEN);
+	pid_t pid;
+
+	if (lfd < 0 || !buf || inet_pton(AF_INET, o->addr, &sa.sin_addr) != 1 ||
+	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl)) {
+		perror("raw: listen");
+		return 1;
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(raw_server(lfd));
+	close(lfd);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("raw: connect");
+		return 1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	print_header("raw-tcp");
+	for (int op = 0; op < B_N; op++) {
+		size_t sz[MAXS];
+		int ns;
+
+		if (!(o->ops_mask & (1 << op)))
+			continue;
+		ns = sizes(o, (enum bop)op, sz);
+		for (int k = 0; k < ns; k++) {
+			long n = iters_for(o, sz[k]);
+			double w0 = now_us();
+
+			for (long i = 0; i < o->warmup && now_us() - w0 < o->warmup_ms * 1e3; i++)
+				if (raw_one(fd, buf, (enum bop)op, sz[k]))
+					goto fail;
+			for (long i = 0; i < n; i++) {
+				double t0 = now_us();
+
+				if (raw_one(fd, buf, (enum bop)op, sz[k]))
+					goto fail;
+				v[i] = now_us() - t0;
+			}
+			record("raw-tcp", (enum bop)op, sz[k], v, n);
+		}
+	}
+	close(fd);
+	waitpid(pid, &st, 0);
+	free(buf);
+	return 0;
+fail:
+	fprintf(stderr, "raw: I/O failed\n");
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return 1;
+}
+
+/* ------------------------------------------------------------ report */
+
+static const struct result *find(const char *impl, enum bop op, size_t bytes)
+{
+	for (int i = 0; i < g_nres; i++)
+		if (!strcmp(g_res[i].impl, impl) && g_res[i].op == op && g_res[i].bytes == bytes)
+			return &g_res[i];
+	return NULL;
+}
+
+static void ratios(FILE *f, int json)
+{
+	int first = 1;
+
+	for (int i = 0; i < g_nres; i++) {
+		const struct result *a = &g_res[i], *b;
+
+		if (strcmp(a->impl, "rt-tcp") || !(b = find("raw-tcp", a->op, a->bytes)))
+			continue;
+		if (json)
+			fprintf(f, "%s\n    {\"op\": \"%s\", \"bytes\": %zu, \"p50_ratio\": %.3f}",
+				first ? "" : ",", bop_name[a->op], a->bytes, a->s.p50 / b->s.p50);
+		else
+			fprintf(f, "vs-raw-tcp %s %zu p50_ratio=%.3f\n", bop_name[a->op], a->bytes,
+				a->s.p50 / b->s.p50);
+		first = 0;
+	}
+}
+
+static int write_json(const struct opts *o)
+{
+	FILE *f = fopen(o->json, "w");
+
+	if (!f) {
+		perror(o->json);
+		return 1;
+	}
+	fprintf(f, "{\n  \"config\": {\"transport\": \"%s\", \"addr\": \"%s\", \"iters\": %ld, "
+		"\"warmup\": %ld, \"warmup_ms\": %ld, \"unit\": \"us\", "
+		"\"latency\": \"round trip\"},\n  \"results\": [",
+		o->raw_only ? "raw-tcp" : rt_kind_name(o->kind), o->addr, o->iters, o->warmup,
+		o->warmup_ms);
+	for (int i = 0; i < g_nres; i++) {
+		const struct result *r = &g_res[i];
+
+		fprintf(f, "%s\n    {\"impl\": \"%s\", \"op\": \"%s\", \"bytes\": %zu, "
+			"\"iters\": %ld, \"min\": %.3f, \"p50\": %.3f, \"avg\": %.3f, "
+			"\"stdev\": %.3f, \"p99\": %.3f, \"p99_9\": %.3f, \"max\": %.3f}",
+			i ? "," : "", r->impl, bop_name[r->op], r->bytes, r->s.n, r->s.min, r->s.p50,
+			r->s.avg, r->s.stdev, r->s.p99, r->s.p999, r->s.max);
+	}
+	fprintf(f, "\n  ],\n  \"vs_raw_tcp\": [");
+	ratios(f, 1);
+	fprintf(f, "\n  ]\n}\n");
+	return fclose(f) ? 1 : 0;
+}
+
+static void usage(const char *p)
+{
+	fprintf(stderr,
+		"usage: %s [--transport tcp|rdma] [--addr HOST] [--op read|write|fadd|all]\n"
+		"          [--min-size B] [--max-size B] [--iters N] [--warmup N] [--warmup-ms MS]\n"
+		"          [--json FILE] [--raw-tcp]\n", p);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .kind = RT_TCP, .addr = "127.0.0.1", .ops_mask = 7, .min_size = 8,
+			  .max_size = 1u << 20, .iters = 2000, .warmup = 200, .warmup_ms = 500 };
+	double *v;
+	int rc = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--raw-tcp")) {
+			o.raw_only = 1;
+			continue;
+		}
+		if (!val) {
+			usage(argv[0]);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--transport")) {
+			if (rt_kind_parse(val, &o.kind)) {
+				usage(argv[0]);
+				return 2;
+			}
+		} else if (!strcmp(a, "--addr")) {
+			o.addr = val;
+		} else if (!strcmp(a, "--op")) {
+			o.ops_mask = !strcmp(val, "read") ? 1 : !strcmp(val, "write") ? 2 :
+				     !strcmp(val, "fadd") ? 4 : !strcmp(val, "all") ? 7 : 0;
+		} else if (!strcmp(a, "--min-size")) {
+			o.min_size = strtoul(val, NULL, 0);
+		} else if (!strcmp(a, "--max-size")) {
+			o.max_size = strtoul(val, NULL, 0);
+		} else if (!strcmp(a, "--iters")) {
+			o.iters = strtol(val, NULL, 0);
+		} else if (!strcmp(a, "--warmup")) {
+			o.warmup = strtol(val, NULL, 0);
+		} else if (!strcmp(a, "--warmup-ms")) {
+			o.warmup_ms = strtol(val, NULL, 0);
+		} else if (!strcmp(a, "--json")) {
+			o.json = val;
+		} else {
+			usage(argv[0]);
+			return 2;
+		}
+	}
+	if (!o.ops_mask || o.min_size < 1 || o.max_size < o.min_size ||
+	    o.max_size > BUF_LEN - 4096 || o.iters < 1 || o.warmup < 0 || o.warmup_ms < 0) {
+		usage(argv[0]);
+		return 2;
+	}
+	v = malloc(sizeof(double) * (size_t)o.iters);
+	if (!v)
+		return 1;
+	printf("# rt_bench transport=%s addr=%s iters<=%ld (<=256 MiB per row, >=200) "
+	       "warmup=%ld ops or %ld ms\n# all figures are ROUND TRIPS: READ, FETCH_ADD and "
+	       "signaled WRITE completions\n",
+	       o.raw_only ? "raw-tcp" : rt_kind_name(o.kind), o.addr, o.iters, o.warmup,
+	       o.warmup_ms);
+	if (!o.raw_only)
+		rc = run_rt(&o, v);
+	if (!rc && (o.raw_only || o.kind == RT_TCP))
+		rc = run_raw(&o, v);
+	if (!rc && !o.raw_only && o.kind == RT_TCP) {
+		printf("\n");
+		ratios(stdout, 0);
+	}
+	if (!rc && o.json)
+		rc = write_json(&o);
+	free(v);
+	return rc;
+}
