@@ -2,7 +2,7 @@
  *
  *   rt_bench [--transport tcp|rdma] [--addr HOST] [--op read|write|fadd|all]
  *            [--min-size B] [--max-size B] [--iters N] [--warmup N]
- *            [--warmup-ms MS] [--json FILE] [--raw-tcp]
+ *            [--warmup-ms MS] [--json FILE] [--raw-tcp] [--no-pin]
  *
  * Forks a server on HOST (default 127.0.0.1) and measures, from the client,
  * the ROUND TRIP of one signaled operation (post -> completion polled):
@@ -12,6 +12,11 @@
  * first; samples are then reset.  Every sample is kept (no tail dropped);
  * statistics in double.
  *
+ * With 2+ CPUs the client is pinned to the first CPU and the servers (all
+ * their threads) to the last; --no-pin leaves placement to the scheduler
+ * (on a 2-vCPU VM that gives bimodal 15/75 us round trips per process).
+ * The rt and raw measurements of one row alternate in blocks of 50 ops so
+ * that background load affects both alike.
  * --raw-tcp measures only the reference: a plain blocking TCP request/
  * response moving the same bytes (READ: 16 B request, 16 B + len reply;
  * WRITE: 16 B + len request, 16 B reply; FADD: 16 B each way).  The default
@@ -21,6 +26,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +52,24 @@ struct opts {
 	long iters, warmup, warmup_ms;
 	const char *json;
 	int raw_only;
+	int pin;         /* client on the first CPU, servers on the last */
 };
+
+static const struct opts *g_o;
+
+/* Pin the calling process (threads created later inherit it). */
+static void pin_to(int server)
+{
+	cpu_set_t set;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (!g_o || !g_o->pin || n < 2)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(server ? (int)n - 1 : 0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		perror("sched_setaffinity");
+}
 
 struct stats {
 	long n;
@@ -132,10 +155,6 @@ static void record(const char *impl, enum bop op, size_t bytes, double *v, long 
 	r->op = op;
 	r->bytes = bytes;
 	compute(v, n, &r->s);
-	printf("%-10s %9zu %8ld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", bop_name[op],
-	       bytes, r->s.n, r->s.min, r->s.p50, r->s.avg, r->s.stdev, r->s.p99, r->s.p999,
-	       r->s.max);
-	fflush(stdout);
 }
 
 static int sizes(const struct opts *o, enum bop op, size_t *out)
@@ -215,23 +234,27 @@ static int rt_one(struct rt_conn *conn, enum bop op, size_t len)
 	return c.status;
 }
 
-static int run_rt(const struct opts *o, double *v)
+struct rt_side {
+	struct rt_ctx *ctx;
+	struct rt_conn *conn;
+	void *buf;
+	pid_t pid;
+	const char *impl;
+};
+
+static int rt_setup(const struct opts *o, struct rt_side *r)
 {
 	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1 };
-	struct rt_ctx *ctx = NULL;
-	struct rt_conn *conn = NULL;
 	struct rt_hello h = { 1, 0, 0 };
-	int pp[2], st, rc;
+	int pp[2], rc;
 	uint16_t port;
-	pid_t pid;
-	void *buf;
-	const char *impl;
 
 	if (pipe(pp))
 		return 1;
-	pid = fork();
-	if (pid == 0) {
+	r->pid = fork();
+	if (r->pid == 0) {
 		close(pp[0]);
+		pin_to(1);
 		_exit(rt_server(o, pp[1]));
 	}
 	close(pp[1]);
@@ -240,52 +263,28 @@ static int run_rt(const struct opts *o, double *v)
 		return 1;
 	}
 	close(pp[0]);
-	if ((rc = rt_ctx_new(&cfg, &ctx))) {
+	if ((rc = rt_ctx_new(&cfg, &r->ctx))) {
 		fprintf(stderr, "client: %s\n", rdmaps_strerror(rc));
 		return 1;
 	}
-	impl = rt_ctx_kind(ctx) == RT_RDMA ? "rt-rdma" : "rt-tcp";
-	buf = rt_alloc(ctx, BUF_LEN);
-	struct rt_grant g = { 0, buf, BUF_LEN, RT_RIGHT_NONE };
-	if ((rc = rt_connect(ctx, o->addr, port, &h, &g, 1, 10000, &conn))) {
+	r->impl = rt_ctx_kind(r->ctx) == RT_RDMA ? "rt-rdma" : "rt-tcp";
+	r->buf = rt_alloc(r->ctx, BUF_LEN);
+	struct rt_grant g = { 0, r->buf, BUF_LEN, RT_RIGHT_NONE };
+	if ((rc = rt_connect(r->ctx, o->addr, port, &h, &g, 1, 10000, &r->conn))) {
 		fprintf(stderr, "client: connect: %s\n", rdmaps_strerror(rc));
 		return 1;
 	}
-	print_header(impl);
-	for (int op = 0; op < B_N; op++) {
-		size_t sz[MAXS];
-		int ns;
-
-		if (!(o->ops_mask & (1 << op)))
-			continue;
-		ns = sizes(o, (enum bop)op, sz);
-		for (int k = 0; k < ns; k++) {
-			long n = iters_for(o, sz[k]);
-			double w0 = now_us();
-
-			for (long i = 0; i < o->warmup && now_us() - w0 < o->warmup_ms * 1e3; i++)
-				if ((rc = rt_one(conn, (enum bop)op, sz[k])))
-					goto fail;
-			for (long i = 0; i < n; i++) {
-				double t0 = now_us();
-
-				if ((rc = rt_one(conn, (enum bop)op, sz[k])))
-					goto fail;
-				v[i] = now_us() - t0;
-			}
-			record(impl, (enum bop)op, sz[k], v, n);
-		}
-	}
-	rt_conn_delete(&conn);
-	rt_free(ctx, buf, BUF_LEN);
-	rt_ctx_delete(&ctx);
-	waitpid(pid, &st, 0);
 	return 0;
-fail:
-	fprintf(stderr, "op failed: %s\n", rdmaps_strerror(rc));
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return 1;
+}
+
+static void rt_teardown(struct rt_side *r)
+{
+	int st;
+
+	rt_conn_delete(&r->conn);
+	rt_free(r->ctx, r->buf, BUF_LEN);
+	rt_ctx_delete(&r->ctx);
+	waitpid(r->pid, &st, 0);
 }
 
 /* ------------------------------------------------------------ raw TCP */
@@ -385,31 +384,75 @@ static int raw_one(int fd, uint8_t *buf, enum bop op, size_t len)
 	return 0;
 }
 
-static int run_raw(const struct opts *o, double *v)
+struct raw_side {
+	int fd;
+	uint8_t *buf;
+	pid_t pid;
+};
+
+static int raw_setup(const struct opts *o, struct raw_side *r)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
-	int lfd = socket(AF_INET, SOCK_STREAM, 0), fd, one = 1, st;
-	uint8_t *buf = calloc(1, BUF_LEN);
-	pid_t pid;
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 
-	if (lfd < 0 || !buf || inet_pton(AF_INET, o->addr, &sa.sin_addr) != 1 ||
+	r->buf = calloc(1, BUF_LEN);
+	if (lfd < 0 || !r->buf || inet_pton(AF_INET, o->addr, &sa.sin_addr) != 1 ||
 	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1) ||
 	    getsockname(lfd, (struct sockaddr *)&sa, &sl)) {
-		perror("raw: listen");
+		perror("raw: listen (IPv4 address needed)");
 		return 1;
 	}
-	pid = fork();
-	if (pid == 0)
+	r->pid = fork();
+	if (r->pid == 0) {
+		pin_to(1);
 		_exit(raw_server(lfd));
+	}
 	close(lfd);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	r->fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (r->fd < 0 || connect(r->fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		perror("raw: connect");
 		return 1;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	print_header("raw-tcp");
+	setsockopt(r->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+static void raw_teardown(struct raw_side *r)
+{
+	int st;
+
+	close(r->fd);
+	waitpid(r->pid, &st, 0);
+	free(r->buf);
+}
+
+/* ------------------------------------------------------------ measurement */
+
+#define BLOCK 50  /* rt and raw alternate in blocks, so load drift hits both */
+
+static int one(struct rt_side *rt, struct raw_side *raw, int which, enum bop op, size_t len)
+{
+	if (which == 0) {
+		int rc = rt_one(rt->conn, op, len);
+
+		if (rc)
+			fprintf(stderr, "rt op failed: %s\n", rdmaps_strerror(rc));
+		return rc;
+	}
+	if (raw_one(raw->fd, raw->buf, op, len)) {
+		fprintf(stderr, "raw: I/O failed\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int measure(const struct opts *o, struct rt_side *rt, struct raw_side *raw,
+		   double *v[2])
+{
+	int use[2] = { rt != NULL, raw != NULL };
+	const char *impl[2] = { rt ? rt->impl : "", "raw-tcp" };
+
 	for (int op = 0; op < B_N; op++) {
 		size_t sz[MAXS];
 		int ns;
@@ -418,31 +461,54 @@ static int run_raw(const struct opts *o, double *v)
 			continue;
 		ns = sizes(o, (enum bop)op, sz);
 		for (int k = 0; k < ns; k++) {
-			long n = iters_for(o, sz[k]);
-			double w0 = now_us();
+			long n = iters_for(o, sz[k]), done[2] = { 0, 0 };
 
-			for (long i = 0; i < o->warmup && now_us() - w0 < o->warmup_ms * 1e3; i++)
-				if (raw_one(fd, buf, (enum bop)op, sz[k]))
-					goto fail;
-			for (long i = 0; i < n; i++) {
-				double t0 = now_us();
+			for (int w = 0; w < 2; w++) {
+				double w0 = now_us();
 
-				if (raw_one(fd, buf, (enum bop)op, sz[k]))
-					goto fail;
-				v[i] = now_us() - t0;
+				for (long i = 0; use[w] && i < o->warmup &&
+						 now_us() - w0 < o->warmup_ms * 1e3; i++)
+					if (one(rt, raw, w, (enum bop)op, sz[k]))
+						return 1;
 			}
-			record("raw-tcp", (enum bop)op, sz[k], v, n);
+			while (done[0] < n * use[0] || done[1] < n * use[1]) {
+				for (int w = 0; w < 2; w++) {
+					for (long i = 0; use[w] && i < BLOCK && done[w] < n; i++) {
+						double t0 = now_us();
+
+						if (one(rt, raw, w, (enum bop)op, sz[k]))
+							return 1;
+						v[w][done[w]++] = now_us() - t0;
+					}
+				}
+			}
+			for (int w = 0; w < 2; w++)
+				if (use[w])
+					record(impl[w], (enum bop)op, sz[k], v[w], n);
 		}
 	}
-	close(fd);
-	waitpid(pid, &st, 0);
-	free(buf);
 	return 0;
-fail:
-	fprintf(stderr, "raw: I/O failed\n");
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return 1;
+}
+
+static void print_all(void)
+{
+	const char *impls[] = { "rt-tcp", "rt-rdma", "raw-tcp" };
+
+	for (int k = 0; k < 3; k++) {
+		int hdr = 0;
+
+		for (int i = 0; i < g_nres; i++) {
+			const struct result *r = &g_res[i];
+
+			if (strcmp(r->impl, impls[k]))
+				continue;
+			if (!hdr++)
+				print_header(r->impl);
+			printf("%-10s %9zu %8ld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n",
+			       bop_name[r->op], r->bytes, r->s.n, r->s.min, r->s.p50, r->s.avg,
+			       r->s.stdev, r->s.p99, r->s.p999, r->s.max);
+		}
+	}
 }
 
 /* ------------------------------------------------------------ report */
@@ -507,21 +573,28 @@ static void usage(const char *p)
 	fprintf(stderr,
 		"usage: %s [--transport tcp|rdma] [--addr HOST] [--op read|write|fadd|all]\n"
 		"          [--min-size B] [--max-size B] [--iters N] [--warmup N] [--warmup-ms MS]\n"
-		"          [--json FILE] [--raw-tcp]\n", p);
+		"          [--json FILE] [--raw-tcp] [--no-pin]\n", p);
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o = { .kind = RT_TCP, .addr = "127.0.0.1", .ops_mask = 7, .min_size = 8,
-			  .max_size = 1u << 20, .iters = 2000, .warmup = 200, .warmup_ms = 500 };
-	double *v;
-	int rc = 0;
+			  .max_size = 1u << 20, .iters = 2000, .warmup = 200, .warmup_ms = 500,
+			  .pin = 1 };
+	struct rt_side rt;
+	struct raw_side raw;
+	double *v[2];
+	int rc = 0, want_rt, want_raw;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!strcmp(a, "--raw-tcp")) {
 			o.raw_only = 1;
+			continue;
+		}
+		if (!strcmp(a, "--no-pin")) {
+			o.pin = 0;
 			continue;
 		}
 		if (!val) {
@@ -561,24 +634,38 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 		return 2;
 	}
-	v = malloc(sizeof(double) * (size_t)o.iters);
-	if (!v)
+	v[0] = malloc(sizeof(double) * (size_t)o.iters);
+	v[1] = malloc(sizeof(double) * (size_t)o.iters);
+	if (!v[0] || !v[1])
 		return 1;
 	printf("# rt_bench transport=%s addr=%s iters<=%ld (<=256 MiB per row, >=200) "
-	       "warmup=%ld ops or %ld ms\n# all figures are ROUND TRIPS: READ, FETCH_ADD and "
+	       "warmup=%ld ops or %ld ms pin=%s\n# all figures are ROUND TRIPS: READ, FETCH_ADD and "
 	       "signaled WRITE completions\n",
 	       o.raw_only ? "raw-tcp" : rt_kind_name(o.kind), o.addr, o.iters, o.warmup,
-	       o.warmup_ms);
-	if (!o.raw_only)
-		rc = run_rt(&o, v);
-	if (!rc && (o.raw_only || o.kind == RT_TCP))
-		rc = run_raw(&o, v);
-	if (!rc && !o.raw_only && o.kind == RT_TCP) {
+	       o.warmup_ms, o.pin ? "client:cpu0,servers:last-cpu" : "no");
+	g_o = &o;
+	pin_to(0);
+	want_rt = !o.raw_only;
+	want_raw = o.raw_only || o.kind == RT_TCP;
+	/* both servers are forked before this process starts any thread */
+	if (want_raw && raw_setup(&o, &raw))
+		return 1;
+	if (want_rt && rt_setup(&o, &rt))
+		return 1;
+	rc = measure(&o, want_rt ? &rt : NULL, want_raw ? &raw : NULL, v);
+	if (want_rt)
+		rt_teardown(&rt);
+	if (want_raw)
+		raw_teardown(&raw);
+	if (!rc)
+		print_all();
+	if (!rc && want_rt && want_raw) {
 		printf("\n");
 		ratios(stdout, 0);
 	}
 	if (!rc && o.json)
 		rc = write_json(&o);
-	free(v);
+	free(v[0]);
+	free(v[1]);
 	return rc;
 }
