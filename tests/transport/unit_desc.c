@@ -9,6 +9,7 @@
 
 #include "rdma/desc.h"
 #include "rdma/rt_internal.h"
+#include "rdma/tcp_internal.h"
 
 static struct rt_remote mk(uint32_t id, uint64_t addr, uint64_t len, unsigned rights)
 {
@@ -247,6 +248,47 @@ static void api_null_safety(void **st)
 	assert_null(ctx);
 }
 
+/* Wire records and hot-path structs: sizes and alignment are pinned. */
+static void wire_and_struct_sizes(void **st)
+{
+	struct tcp_frame f = { .op = RT_OP_WRITE, .flags = TCP_FL_REPLY, .rid = 7, .seq = 0x01020304,
+			       .status = RDMAPS_E_REMOTE_ACCESS, .roff = 1, .len = 2, .a = 3, .b = 4 }, g;
+	uint8_t b[TCP_FRAME_LEN];
+	struct tcp_hello h = { .channel = TCP_CH_SERVE, .h = { 1, 2, 3 }, .nonce = 42, .token_len = 3 }, h2;
+	uint8_t hb[TCP_HELLO_LEN];
+
+	(void)st;
+	tcp_frame_encode(&f, b);
+	assert_int_equal(b[0], 'R');
+	assert_int_equal(b[3], 'F');
+	assert_int_equal(b[8], 0x04);
+	assert_int_equal(tcp_frame_decode(b, &g), 0);
+	assert_true(g.op == f.op && g.flags == f.flags && g.rid == f.rid && g.seq == f.seq &&
+		    g.status == f.status && g.roff == f.roff && g.len == f.len && g.a == f.a &&
+		    g.b == f.b);
+	b[1] ^= 1;
+	assert_int_equal(tcp_frame_decode(b, &g), RDMAPS_E_PROTO);
+	memcpy(h.token, "abc", 3);
+	tcp_hello_encode(&h, hb);
+	assert_int_equal(tcp_hello_decode(hb, &h2), 0);
+	assert_int_equal(h2.nonce, 42);
+	assert_int_equal(h2.channel, TCP_CH_SERVE);
+	assert_int_equal(h2.h.index, 2);
+	hb[6] = 9;                                      /* bad channel */
+	assert_int_equal(tcp_hello_decode(hb, &h2), RDMAPS_E_PROTO);
+	tcp_hello_encode(&h, hb);
+	hb[12] = RT_TOKEN_MAX + 1;                      /* token too long */
+	assert_int_equal(tcp_hello_decode(hb, &h2), RDMAPS_E_PROTO);
+	assert_true(tcp_token_equal((const uint8_t *)"abcd", (const uint8_t *)"abcd", 4));
+	assert_false(tcp_token_equal((const uint8_t *)"abcd", (const uint8_t *)"abce", 4));
+	/* hot path: a ring slot is half a cache line; the conn's hot fields
+	 * (fds, counters, pre-built header) sit in its first two lines */
+	assert_int_equal(sizeof(struct tcp_slot), 32);
+	assert_true(offsetof(struct tcp_conn, txh) + TCP_FRAME_LEN <= 128);
+	assert_int_equal(offsetof(struct tcp_conn, slot) % 8, 0);
+	assert_int_equal(sizeof(struct rt_local) % 8, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +299,7 @@ int main(void)
 		cmocka_unit_test(check_op),
 		cmocka_unit_test(grants_validation),
 		cmocka_unit_test(api_null_safety),
+		cmocka_unit_test(wire_and_struct_sizes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
