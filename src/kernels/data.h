@@ -1,0 +1,47 @@
+/* rdmaps data: IDX reader, MNIST train/validation/test split, TF-style batcher.
+ *
+ * Semantics follow tensorflow/contrib/learn/python/learn/datasets/mnist.py as
+ * used by mnist_replica.py: validation = first 5000 images of the 60k training
+ * file, train = the remaining 55000, test = t10k; pixels scaled by 1/255;
+ * next_batch shuffles at the first call and at every epoch boundary, and an
+ * epoch-crossing batch is the tail of the old permutation followed by the
+ * head of the new one.  See docs/data.md. */
+#ifndef RDMAPS_KERNELS_DATA_H
+#define RDMAPS_KERNELS_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rdm_images { int n, rows, cols; float *x; uint8_t *y; };  /* x: n*rows*cols floats in [0,1]; y labels */
+
+/* Load an IDX3 images file + IDX1 labels file, plain or gzip (detected by the
+ * magic 1f 8b), validating magic (0x00000803 / 0x00000801), dims, equal
+ * counts, exact file sizes (truncated or trailing bytes are errors) and labels
+ * 0..9.  Returns 0, RDMAPS_E_IO (cannot open/read), RDMAPS_E_CORRUPT (bad
+ * contents), RDMAPS_E_INVAL (bad arguments) or RDMAPS_E_NOMEM.  On error err
+ * (if non-NULL) names the file and what is wrong and *out is zeroed. */
+int rdm_idx_load(const char *images_path, const char *labels_path, struct rdm_images *out, char *err, size_t errlen);
+
+/* Looks in data_dir for train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],
+ * t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz] (plain preferred
+ * when both exist).  validation = first 5000 of the train file, train = the
+ * remaining, test = t10k.  Any of the out pointers may be NULL (the t10k files
+ * are then not needed when test is NULL).  The train file must hold more than
+ * 5000 images. */
+int rdm_mnist_load(const char *data_dir, struct rdm_images *train, struct rdm_images *validation, struct rdm_images *test, char *err, size_t errlen);
+
+/* Frees x and y and zeroes *d; accepts NULL and already-freed structs. */
+void rdm_images_free(struct rdm_images *d);
+
+struct rdm_batcher;
+/* d must outlive the batcher and hold n >= 1.  Returns 0, RDMAPS_E_INVAL or RDMAPS_E_NOMEM. */
+int rdm_batcher_new(const struct rdm_images *d, uint64_t seed, struct rdm_batcher **b);
+/* Copy n examples (n*rows*cols floats to x, n labels to y; either may be NULL),
+ * TF next_batch semantics, permutations from a seeded xoshiro256** PRNG.
+ * n may exceed d->n (then several epochs are crossed). */
+void rdm_batcher_next(struct rdm_batcher *b, int n, float *x, uint8_t *y);  /* copy n examples, TF next_batch semantics, seeded PRNG (e.g. splitmix64/xoshiro) */
+/* Number of completed epochs (for tests / logging). */
+uint64_t rdm_batcher_epochs(const struct rdm_batcher *b);
+void rdm_batcher_delete(struct rdm_batcher **b);
+
+#endif

@@ -1,0 +1,115 @@
+/* MNIST directory loader: train/validation/test split as TF's read_data_sets. */
+#include "kernels/data.h"
+#include "common/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MNIST_VALIDATION 5000
+
+/* Prefer the plain file, fall back to .gz; if neither exists return the plain
+ * name so the loader's "cannot open" message names it. */
+static void find_file(const char *dir, const char *base, char *path, size_t len)
+{
+	struct stat st;
+	snprintf(path, len, "%s/%s", dir, base);
+	if (stat(path, &st) == 0)
+		return;
+	snprintf(path, len, "%s/%s.gz", dir, base);
+	if (stat(path, &st) == 0)
+		return;
+	snprintf(path, len, "%s/%s", dir, base);
+}
+
+static int take_rows(const struct rdm_images *src, int from, int count, struct rdm_images *dst)
+{
+	size_t px = (size_t)src->rows * src->cols;
+	memset(dst, 0, sizeof(*dst));
+	dst->x = malloc(count ? (size_t)count * px * sizeof(float) : 1);
+	dst->y = malloc(count ? (size_t)count : 1);
+	if (!dst->x || !dst->y) {
+		rdm_images_free(dst);
+		return RDMAPS_E_NOMEM;
+	}
+	memcpy(dst->x, src->x + (size_t)from * px, (size_t)count * px * sizeof(float));
+	memcpy(dst->y, src->y + from, (size_t)count);
+	dst->n = count;
+	dst->rows = src->rows;
+	dst->cols = src->cols;
+	return 0;
+}
+
+int rdm_mnist_load(const char *data_dir, struct rdm_images *train, struct rdm_images *validation,
+		   struct rdm_images *test, char *err, size_t errlen)
+{
+	if (train)
+		memset(train, 0, sizeof(*train));
+	if (validation)
+		memset(validation, 0, sizeof(*validation));
+	if (test)
+		memset(test, 0, sizeof(*test));
+	if (err && errlen)
+		err[0] = '\0';
+	if (!data_dir) {
+		if (err && errlen)
+			snprintf(err, errlen, "rdm_mnist_load: data_dir is NULL");
+		return RDMAPS_E_INVAL;
+	}
+	char ip[4096], lp[4096];
+	int rc;
+	if (train || validation) {
+		struct rdm_images full;
+		find_file(data_dir, "train-images-idx3-ubyte", ip, sizeof(ip));
+		find_file(data_dir, "train-labels-idx1-ubyte", lp, sizeof(lp));
+		rc = rdm_idx_load(ip, lp, &full, err, errlen);
+		if (rc)
+			return rc;
+		if (full.n <= MNIST_VALIDATION) {
+			if (err && errlen)
+				snprintf(err, errlen, "%s: %d images, need more than %d (validation split)", ip, full.n,
+					 MNIST_VALIDATION);
+			rdm_images_free(&full);
+			return RDMAPS_E_CORRUPT;
+		}
+		if (validation && (rc = take_rows(&full, 0, MNIST_VALIDATION, validation)) != 0)
+			goto nomem;
+		if (train) {
+			/* Shift the remaining rows down in place: no second 55k copy. */
+			size_t px = (size_t)full.rows * full.cols;
+			int rest = full.n - MNIST_VALIDATION;
+			memmove(full.x, full.x + (size_t)MNIST_VALIDATION * px, (size_t)rest * px * sizeof(float));
+			memmove(full.y, full.y + MNIST_VALIDATION, (size_t)rest);
+			float *nx = realloc(full.x, (size_t)rest * px * sizeof(float));
+			if (nx)
+				full.x = nx;
+			full.n = rest;
+			*train = full;
+		} else {
+			rdm_images_free(&full);
+		}
+		goto test;
+	nomem:
+		rdm_images_free(&full);
+		if (validation)
+			rdm_images_free(validation);
+		if (err && errlen)
+			snprintf(err, errlen, "%s: out of memory splitting validation", ip);
+		return RDMAPS_E_NOMEM;
+	}
+test:
+	if (test) {
+		find_file(data_dir, "t10k-images-idx3-ubyte", ip, sizeof(ip));
+		find_file(data_dir, "t10k-labels-idx1-ubyte", lp, sizeof(lp));
+		rc = rdm_idx_load(ip, lp, test, err, errlen);
+		if (rc) {
+			if (train)
+				rdm_images_free(train);
+			if (validation)
+				rdm_images_free(validation);
+			return rc;
+		}
+	}
+	return 0;
+}
