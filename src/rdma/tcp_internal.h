@@ -100,12 +100,13 @@ struct tcp_srv;
 
 struct tcp_conn {
 	/* hot path */
-	int ofd;                  /* ops socket */
+	int ofd;                  /* ops socket (blocking mode, see tcp_ops.c) */
 	int broken;               /* 0 or the fatal status */
 	int first_err;            /* first op error not yet returned by rt_flush */
 	uint32_t head, acked, tail; /* post / fully done / harvested */
 	uint32_t since_reply;     /* posts since the last one wanting a reply */
 	int io_timeout_ms;
+	int rcvtimeo_ms;          /* SO_RCVTIMEO currently set on ofd (0 = none) */
 	uint8_t txh[TCP_FRAME_LEN];
 	/* receive state machine for replies */
 	uint8_t rxh[TCP_FRAME_LEN];

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "tcp_internal.h"
 
@@ -80,25 +81,32 @@ static int on_reply(struct rt_conn *c, const struct tcp_frame *f)
 	return RDMAPS_OK;
 }
 
-/* Consume whatever replies are readable now (non-blocking). */
-static int progress_rx(struct rt_conn *c)
+/* Consume whatever replies are readable now; stops early once every posted
+ * op is complete (no reply can be pending then).  The ops socket is in
+ * blocking mode: with block set, the first recv() waits up to the socket's
+ * SO_RCVTIMEO (see wait_rx); all others use MSG_DONTWAIT. */
+static int progress_rx(struct rt_conn *c, int block)
 {
 	struct tcp_conn *t = c->backend;
 
-	for (;;) {
+	for (;; block = 0) {
+		int fl = block ? 0 : MSG_DONTWAIT;
 		ssize_t n;
 
 		if (t->rx_left) {
-			n = recv(t->ofd, t->rx_dst, t->rx_left, 0);
+			n = recv(t->ofd, t->rx_dst, t->rx_left, fl);
 			if (n > 0) {
 				t->rx_dst += n;
 				t->rx_left -= (uint64_t)n;
-				if (!t->rx_left)
+				if (!t->rx_left) {
 					slot_done(t, slot_of(t, t->acked), 0);
+					if (t->acked == t->head)
+						return RDMAPS_OK; /* nothing more can come */
+				}
 				continue;
 			}
 		} else {
-			n = recv(t->ofd, t->rxh + t->rxh_got, TCP_FRAME_LEN - t->rxh_got, 0);
+			n = recv(t->ofd, t->rxh + t->rxh_got, TCP_FRAME_LEN - t->rxh_got, fl);
 			if (n > 0) {
 				t->rxh_got += (unsigned)n;
 				if (t->rxh_got == TCP_FRAME_LEN) {
@@ -115,6 +123,8 @@ static int progress_rx(struct rt_conn *c)
 						tcp_conn_break(c, RDMAPS_E_PROTO);
 						return RDMAPS_E_PROTO;
 					}
+					if (t->acked == t->head && !t->rx_left)
+						return RDMAPS_OK; /* saves a recv() that would say EAGAIN */
 				}
 				continue;
 			}
@@ -133,20 +143,27 @@ static int progress_rx(struct rt_conn *c)
 	}
 }
 
-/* Wait for readability up to timeout and consume; 0 on timeout too. */
+/* Wait up to timeout_ms for replies and consume them; 0 on timeout too.
+ * The wait is the blocking recv() itself (SO_RCVTIMEO, set only when the
+ * timeout changes), which saves a poll() per operation. */
 static int wait_rx(struct rt_conn *c, int timeout_ms)
 {
 	struct tcp_conn *t = c->backend;
-	struct pollfd p = { .fd = t->ofd, .events = POLLIN };
-	int rc = poll(&p, 1, timeout_ms);
 
-	if (rc < 0 && errno != EINTR) {
-		tcp_conn_break(c, RDMAPS_E_IO);
-		return RDMAPS_E_IO;
+	if (timeout_ms <= 0)
+		return progress_rx(c, 0);
+	if (timeout_ms != t->rcvtimeo_ms) {
+		struct timeval tv = { .tv_sec = timeout_ms / 1000,
+				      .tv_usec = (timeout_ms % 1000) * 1000 };
+
+		if (setsockopt(t->ofd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+			RDMAPS_ERR("tcp: setsockopt(SO_RCVTIMEO) failed: %s", strerror(errno));
+			tcp_conn_break(c, RDMAPS_E_IO);
+			return RDMAPS_E_IO;
+		}
+		t->rcvtimeo_ms = timeout_ms;
 	}
-	if (rc > 0)
-		return progress_rx(c);
-	return RDMAPS_OK;
+	return progress_rx(c, 1);
 }
 
 /* Send header (+payload) fully; while the socket is full, keep draining
@@ -173,7 +190,7 @@ static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 			iov[0].iov_len = total - off;
 			m.msg_iovlen = 1;
 		}
-		n = sendmsg(t->ofd, &m, MSG_NOSIGNAL);
+		n = sendmsg(t->ofd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			off += (uint64_t)n;
 			deadline = 0;
@@ -194,7 +211,7 @@ static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 				return RDMAPS_E_TIMEOUT;
 			}
 			if (rc > 0 && (p.revents & POLLIN)) {
-				rc = progress_rx(c);
+				rc = progress_rx(c, 0);
 				if (rc)
 					return rc;
 			}
@@ -268,7 +285,7 @@ int tcp_post(struct rt_conn *c, enum rt_op op, uint32_t lid, size_t loff,
 	if (t->head - t->tail >= TCP_USER_DEPTH) {
 		reap_silent(t);
 		if (t->head - t->tail >= TCP_USER_DEPTH) {
-			rc = progress_rx(c);
+			rc = progress_rx(c, 0);
 			if (rc)
 				return rc;
 			reap_silent(t);
@@ -316,8 +333,6 @@ int tcp_poll(struct rt_conn *c, struct rt_completion *comps, int max, int timeou
 	uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
 	int n;
 
-	if (!t->broken)
-		progress_rx(c);
 	for (;;) {
 		n = harvest(t, comps, max);
 		if (n > 0 || max == 0)

@@ -20,7 +20,6 @@
 
 #include "tcp_internal.h"
 
-#define SERVE_BATCH 64  /* frames per socket per wake-up (fairness) */
 
 enum { ST_OK = 0, ST_BLOCKED = 1, ST_CLOSE = 2 };
 
@@ -209,10 +208,13 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 	return -1;
 }
 
-/* Read and execute up to SERVE_BATCH requests. */
+/* Read and execute (at most) one request, then go back to epoll_wait:
+ * level-triggered, it reports at once if more is queued, and it replaces
+ * the recv() that would otherwise end in EAGAIN.  One request per wake-up
+ * also makes the thread fair across peers. */
 static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 {
-	for (int frames = 0; frames < SERVE_BATCH;) {
+	for (;;) {
 		ssize_t n;
 
 		if (s->left) {
@@ -226,13 +228,10 @@ static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 				if (!s->discard)
 					s->dst += n;
 				if (!s->left) {
-					frames++;
-					if (s->pend_status || (s->pend.flags & TCP_FL_REPLY)) {
-						int rc = srv_reply(tc, s, &s->pend, s->pend_status,
-								   NULL, 0, 0);
-						if (rc)
-							return rc;
-					}
+					if (s->pend_status || (s->pend.flags & TCP_FL_REPLY))
+						return srv_reply(tc, s, &s->pend, s->pend_status,
+								 NULL, 0, 0);
+					return ST_OK;
 				}
 				continue;
 			}
@@ -250,7 +249,7 @@ static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 					if (rc)
 						return rc;
 					if (!s->left)
-						frames++;
+						return ST_OK; /* epoll_wait says if more is there */
 				}
 				continue;
 			}
@@ -263,7 +262,6 @@ static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 			return ST_OK;
 		return ST_CLOSE;
 	}
-	return ST_OK;
 }
 
 static void *serve_main(void *arg)

@@ -10,6 +10,7 @@
  * reply (status 0) with the server's grants table; the client answers with
  * its own table on the same socket.  rt_reject answers REFUSED. */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -198,6 +199,16 @@ static int conn_start(struct rt_conn *c, int ofd, int sfd)
 	}
 	memset(t, 0, sizeof(*t));
 	t->ofd = ofd;
+	{
+		int fl = fcntl(ofd, F_GETFL);
+
+		/* the initiator waits in recv() itself (SO_RCVTIMEO) */
+		if (fl < 0 || fcntl(ofd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+			RDMAPS_ERR("tcp: fcntl(~O_NONBLOCK) failed: %s", strerror(errno));
+			free(t);
+			return RDMAPS_E_IO;
+		}
+	}
 	t->io_timeout_ms = c->ctx->timeout_ms;
 	rt_put32(t->txh, TCP_FRAME_MAGIC);
 	c->backend = t;
