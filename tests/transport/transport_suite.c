@@ -138,8 +138,8 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 			fprintf(stderr, "target: rt_accept: %s\n", rdmaps_strerror(rc));
 			continue;
 		}
-		if (nconn == 64) {
-			rt_reject(&req);
+		if (nconn == 64 || rt_request_hello(req)->role == 99) {
+			rt_reject(&req); /* role 99: the suite's "reject me" */
 			continue;
 		}
 		rc = rt_accept_grant(&req, g, 4, &conns[nconn]);
@@ -617,6 +617,48 @@ static int t_malformed(struct rt_ctx *ctx, uint16_t port, struct client *other)
 	return 0;
 }
 
+/* Signaled ops not yet polled hold their slot: 255 fit, then AGAIN;
+ * completions come back in posting order. */
+static int t_depth(struct client *c)
+{
+	struct rt_completion cmp[64];
+	int posted = 0, got = 0, rc;
+
+	for (;;) {
+		rc = rt_read(c->conn, L_BUF, (size_t)posted * 8, G_BIG, (uint64_t)posted * 8, 8,
+			     1000 + (uint64_t)posted, RT_F_SIGNALED);
+		if (rc)
+			break;
+		posted++;
+		CHECK(posted <= 100000, "never AGAIN");
+	}
+	CHECK(rc == RDMAPS_E_AGAIN, "after %d posts: %s", posted, rdmaps_strerror(rc));
+	if (g_kind == RT_TCP)
+		CHECK(posted == 255, "depth %d", posted);
+	while (got < posted) {
+		int n = rt_poll(c->conn, cmp, 64, TMO);
+
+		CHECK(n > 0, "poll: %d", n);
+		for (int i = 0; i < n; i++, got++)
+			CHECK(cmp[i].wr_id == 1000 + (uint64_t)got && cmp[i].status == 0 &&
+			      cmp[i].op == RT_OP_READ, "completion %d out of order or failed", got);
+	}
+	CHECK(rt_poll(c->conn, cmp, 64, 0) == 0, "extra completion");
+	CHECK(rt_flush(c->conn, TMO) == 0, "flush");
+	return 0;
+}
+
+static int t_reject(struct rt_ctx *ctx, uint16_t port)
+{
+	struct rt_hello h = { .role = 99, .index = 1 };
+	struct rt_conn *conn = NULL;
+	int rc = rt_connect(ctx, g_addr, port, &h, NULL, 0, TMO, &conn);
+
+	CHECK(rc == RDMAPS_E_REFUSED, "rejected: %s", rdmaps_strerror(rc));
+	CHECK(conn == NULL, "conn set");
+	return 0;
+}
+
 #define RUN(name, call)                                                         \
 	do {                                                                    \
 		int _f = g_fail;                                                \
@@ -679,6 +721,8 @@ int main(int argc, char **argv)
 	RUN("read/write 1 B .. 16 MiB", t_sizes(&c));
 	RUN("1000 unsignaled writes + flush", t_pipeline(&c));
 	RUN("cmp-swap semantics", t_cas(&c));
+	RUN("outstanding-op bound (AGAIN) and completion order", t_depth(&c));
+	RUN("rt_reject -> REFUSED", t_reject(ctx, port));
 	RUN("fetch-add from 4 peers + target-local adds", t_adders_sum(&c, adders));
 	RUN("bounds/rights violations, target keeps serving", t_violations(&c, &other));
 	if (g_kind == RT_TCP)

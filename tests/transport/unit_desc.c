@@ -246,6 +246,12 @@ static void api_null_safety(void **st)
 	assert_int_equal(rt_read(NULL, 0, 0, 0, 0, 8, 0, 0), RDMAPS_E_INVAL);
 	assert_int_equal(rt_ctx_delete(&ctx), 0);
 	assert_null(ctx);
+	/* RT_AUTO: verbs iff a device serves bind_host, else TCP */
+	cfg.kind = RT_AUTO;
+	cfg.bind_host = "127.0.0.1";
+	assert_int_equal(rt_ctx_new(&cfg, &ctx), 0);
+	assert_int_equal(rt_ctx_kind(ctx), rt_verbs_probe("127.0.0.1") ? RT_RDMA : RT_TCP);
+	rt_ctx_delete(&ctx);
 }
 
 /* Wire records and hot-path structs: sizes and alignment are pinned. */
