@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -659,6 +660,39 @@ static int t_reject(struct rt_ctx *ctx, uint16_t port)
 	return 0;
 }
 
+/* TCP: junk hellos and silent half-open sockets do not block rt_accept. */
+static int t_bad_hello(struct rt_ctx *ctx, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	uint8_t junk[TCP_HELLO_LEN];
+	int silent = socket(AF_INET, SOCK_STREAM, 0), bad = socket(AF_INET, SOCK_STREAM, 0);
+	struct client c;
+	int rc;
+
+	memset(junk, 0xa5, sizeof(junk));
+	CHECK(silent >= 0 && bad >= 0, "socket");
+	CHECK(connect(silent, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect silent");
+	CHECK(connect(bad, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect bad");
+	CHECK(write(bad, junk, sizeof(junk)) == (ssize_t)sizeof(junk), "write junk");
+	rc = client_open(&c, ctx, port, 61);
+	CHECK(rc == 0, "connect after junk: %s", rdmaps_strerror(rc));
+	rc = do_read(&c, 0, G_RO, 0, 64);
+	CHECK(rc == 0, "read: %s", rdmaps_strerror(rc));
+	client_close(&c);
+	{
+		struct timeval tv = { .tv_sec = TMO / 1000 };
+		char b;
+
+		/* the target dropped the junk one (bounded wait) */
+		setsockopt(bad, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		CHECK(read(bad, &b, 1) == 0, "junk hello not closed");
+	}
+	close(silent);
+	close(bad);
+	return 0;
+}
+
 #define RUN(name, call)                                                         \
 	do {                                                                    \
 		int _f = g_fail;                                                \
@@ -727,6 +761,8 @@ int main(int argc, char **argv)
 	RUN("bounds/rights violations, target keeps serving", t_violations(&c, &other));
 	if (g_kind == RT_TCP)
 		RUN("malformed frames close only that connection", t_malformed(ctx, port, &other));
+	if (g_kind == RT_TCP)
+		RUN("junk hello / half-open socket do not block accept", t_bad_hello(ctx, port));
 	RUN("wrong auth token refused", t_auth(port, &other));
 	RUN("closed port refused, bad host unreachable", t_refused(ctx));
 	RUN("peer SIGKILLed mid-operation", t_killed(ctx, vport, victim));
