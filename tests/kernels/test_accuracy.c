@@ -1,6 +1,8 @@
 /* Accuracy test: train MODEL on real MNIST for EPOCHS with the trainer
  * defaults and require test accuracy >= MIN.  Exit 77 (SKIPPED) when the data
- * directory is absent.  usage: kern_test_accuracy mlp|lstm DATA_DIR EPOCHS MIN [THREADS] */
+ * directory is absent.
+ * usage: kern_test_accuracy mlp|lstm DATA_DIR EPOCHS MIN [THREADS [LR]]
+ * (LR default: the trainer's, 0.01 mlp / 0.001 lstm). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -11,7 +13,7 @@
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: %s mlp|lstm DATA_DIR EPOCHS MIN_ACC [THREADS]\n", argv[0]);
+		fprintf(stderr, "usage: %s mlp|lstm DATA_DIR EPOCHS MIN_ACC [THREADS [LR]]\n", argv[0]);
 		return 2;
 	}
 	enum rdm_model_kind k;
@@ -27,6 +29,8 @@ int main(int argc, char **argv)
 	o.data_dir = argv[2];
 	o.epochs = atoi(argv[3]);
 	o.threads = argc > 5 ? atoi(argv[5]) : 2;
+	if (argc > 6)
+		o.learning_rate = (float)atof(argv[6]);
 	o.verbose = 1;
 	double min = atof(argv[4]);
 	struct rdm_train_result r;
@@ -39,8 +43,8 @@ int main(int argc, char **argv)
 		printf("FAILED: training returned %d\n", rc);
 		return 1;
 	}
-	printf("%s %d epochs: validation cross entropy = %g, test accuracy = %.2f%% "
-	       "(need >= %.2f%%), %.1f steps/s\n", argv[1], o.epochs, r.validation_ce,
+	printf("%s %d epochs, lr %g: validation cross entropy = %g, test accuracy = %.2f%% "
+	       "(need >= %.2f%%), %.1f steps/s\n", argv[1], o.epochs, o.learning_rate, r.validation_ce,
 	       r.test_acc, min, r.steps_per_s);
 	return r.test_acc >= min ? 0 : 1;
 }
