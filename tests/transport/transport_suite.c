@@ -52,6 +52,16 @@ static int g_fail;
 		}                                                               \
 	} while (0)
 
+/* Allocation counter (linked with --wrap=malloc/calloc/realloc): the
+ * hot path (post + poll) must not allocate, in any thread of this process. */
+static unsigned long g_allocs;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n) { __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED); return __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t m) { __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED); return __real_calloc(n, m); }
+void *__wrap_realloc(void *p, size_t n) { __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED); return __real_realloc(p, n); }
+
 static uint8_t pat(size_t i, unsigned seed) { return (uint8_t)(i * 7u + seed * 13u + 3u); }
 
 static struct rt_ctx *mkctx(const char *token)
@@ -618,6 +628,32 @@ static int t_malformed(struct rt_ctx *ctx, uint16_t port, struct client *other)
 	return 0;
 }
 
+static int t_no_malloc(struct client *c)
+{
+	unsigned long before, after;
+	uint64_t old;
+	int rc = 0;
+
+	rc = do_read(c, 0, G_BIG, 0, 4096); /* warm */
+	CHECK(rc == 0, "warm-up: %s", rdmaps_strerror(rc));
+	before = __atomic_load_n(&g_allocs, __ATOMIC_RELAXED);
+	for (int i = 0; i < 300 && !rc; i++) {
+		rc = do_read(c, 0, G_BIG, 0, 4096);
+		if (!rc)
+			rc = do_write(c, 0, G_BIG, 8192, 4096);
+		if (!rc)
+			rc = rt_write(c->conn, L_BUF, 0, G_BIG, 0, 64, 0, 0);
+		if (!rc)
+			rc = do_fadd(c, 24, 0, &old);
+	}
+	if (!rc)
+		rc = rt_flush(c->conn, TMO);
+	after = __atomic_load_n(&g_allocs, __ATOMIC_RELAXED);
+	CHECK(rc == 0, "ops: %s", rdmaps_strerror(rc));
+	CHECK(after == before, "%lu allocations during 1200 ops", after - before);
+	return 0;
+}
+
 /* Signaled ops not yet polled hold their slot: 255 fit, then AGAIN;
  * completions come back in posting order. */
 static int t_depth(struct client *c)
@@ -756,6 +792,7 @@ int main(int argc, char **argv)
 	RUN("1000 unsignaled writes + flush", t_pipeline(&c));
 	RUN("cmp-swap semantics", t_cas(&c));
 	RUN("outstanding-op bound (AGAIN) and completion order", t_depth(&c));
+	RUN("no allocation on the hot path (post/poll/flush)", t_no_malloc(&c));
 	RUN("rt_reject -> REFUSED", t_reject(ctx, port));
 	RUN("fetch-add from 4 peers + target-local adds", t_adders_sum(&c, adders));
 	RUN("bounds/rights violations, target keeps serving", t_violations(&c, &other));
