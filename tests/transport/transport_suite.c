@@ -8,6 +8,7 @@
  *   target keeps serving, wrong auth token, closed port, killed peer.
  * rdma: exits 77 (SKIPPED) when rt_ctx_new(RT_RDMA) says RDMAPS_E_NODEV. */
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -61,6 +62,8 @@ void *__real_realloc(void *p, size_t n);
 void *__wrap_malloc(size_t n) { __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED); return __real_malloc(n); }
 void *__wrap_calloc(size_t n, size_t m) { __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED); return __real_calloc(n, m); }
 void *__wrap_realloc(void *p, size_t n) { __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED); return __real_realloc(p, n); }
+
+static int sock_addr(uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
 
 static uint8_t pat(size_t i, unsigned seed) { return (uint8_t)(i * 7u + seed * 13u + 3u); }
 
@@ -519,17 +522,20 @@ static int t_auth(uint16_t port, struct client *good)
 
 static int t_refused(struct rt_ctx *ctx)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
+	struct sockaddr_storage sa;
+	socklen_t sl;
 	struct rt_hello h = { 1, 9, 0 };
 	struct rt_conn *conn = NULL;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
+	int fd, rc;
 	uint16_t port;
 
 	/* a port nobody listens on: bind an ephemeral one, then close it */
-	CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	CHECK(sock_addr(0, &sa, &sl) == 0, "resolve %s", g_addr);
+	fd = socket(sa.ss_family, SOCK_STREAM, 0);
+	CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sl) == 0 &&
 	      getsockname(fd, (struct sockaddr *)&sa, &sl) == 0, "ephemeral port");
-	port = ntohs(sa.sin_port);
+	port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+					      : ((struct sockaddr_in *)&sa)->sin_port);
 	close(fd);
 	rc = rt_connect(ctx, g_addr, port, &h, NULL, 0, 3000, &conn);
 	CHECK(rc == RDMAPS_E_REFUSED, "closed port: %s", rdmaps_strerror(rc));
@@ -696,20 +702,38 @@ static int t_reject(struct rt_ctx *ctx, uint16_t port)
 	return 0;
 }
 
+/* g_addr:port as a socket address (IPv4 or IPv6). */
+static int sock_addr(uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	char serv[8];
+
+	snprintf(serv, sizeof(serv), "%u", port);
+	if (getaddrinfo(g_addr, serv, &hints, &ai) || !ai)
+		return -1;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
 /* TCP: junk hellos and silent half-open sockets do not block rt_accept. */
 static int t_bad_hello(struct rt_ctx *ctx, uint16_t port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_storage sa;
+	socklen_t sl;
 	uint8_t junk[TCP_HELLO_LEN];
-	int silent = socket(AF_INET, SOCK_STREAM, 0), bad = socket(AF_INET, SOCK_STREAM, 0);
+	int silent, bad;
 	struct client c;
 	int rc;
 
+	CHECK(sock_addr(port, &sa, &sl) == 0, "resolve %s", g_addr);
+	silent = socket(sa.ss_family, SOCK_STREAM, 0);
+	bad = socket(sa.ss_family, SOCK_STREAM, 0);
 	memset(junk, 0xa5, sizeof(junk));
 	CHECK(silent >= 0 && bad >= 0, "socket");
-	CHECK(connect(silent, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect silent");
-	CHECK(connect(bad, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect bad");
+	CHECK(connect(silent, (struct sockaddr *)&sa, sl) == 0, "connect silent");
+	CHECK(connect(bad, (struct sockaddr *)&sa, sl) == 0, "connect bad");
 	CHECK(write(bad, junk, sizeof(junk)) == (ssize_t)sizeof(junk), "write junk");
 	rc = client_open(&c, ctx, port, 61);
 	CHECK(rc == 0, "connect after junk: %s", rdmaps_strerror(rc));
