@@ -11,14 +11,9 @@
 #include "common/status.h"
 #include "kernels/train.h"
 
-#if __has_include("kernels/data.h")
 #include "kernels/data.h"
-#define HAVE_DATA 1
-#else
-#define HAVE_DATA 0
-#endif
 
-static inline double now_s(void)
+static double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -41,7 +36,6 @@ void rdm_train_opts_defaults(struct rdm_train_opts *o, enum rdm_model_kind k)
 	o->verbose = 0;
 }
 
-#if HAVE_DATA
 int rdm_train_run(const struct rdm_train_opts *o, struct rdm_train_result *res)
 {
 	struct rdm_images tr = {0}, va = {0}, te = {0};
@@ -154,15 +148,6 @@ out:
 	rdm_images_free(&tr);
 	return rc;
 }
-#else
-int rdm_train_run(const struct rdm_train_opts *o, struct rdm_train_result *res)
-{
-	(void)o;
-	(void)res;
-	RDMAPS_ERR("rdmaps built without the MNIST loader (src/kernels/data.h missing)");
-	return RDMAPS_E_NOSUPPORT;
-}
-#endif
 
 static void usage(FILE *f)
 {
