@@ -21,7 +21,7 @@ ibv_devinfo | grep -E 'hca_id|transport|state|link_layer' || true
 # $1 = binary, rest = args (both sides).
 pt() {
 	bin=$1; shift
-	"$bin" "$@" >"$out/srv.log" 2>&1 &
+	timeout 150 "$bin" "$@" >"$out/srv.log" 2>&1 &
 	spid=$!
 	sleep 1
 	if timeout 120 "$bin" "$@" "$addr" >"$out/cli.log" 2>&1; then crc=0; else crc=$?; fi
@@ -33,13 +33,13 @@ pt() {
 p50() { awk -v s="$1" '$1==s && NF>=5 && $2 ~ /^[0-9]+$/ {print $5}' "$out/cli.log" | tail -1; }
 
 if [ "$mode" = bench ]; then
-	iters=${RDMAPS_BENCH_ITERS:-2000}
+	iters=${RDMAPS_BENCH_ITERS:-1000}
 	f="$out/perftest_p50.txt"
 	: >"$f"
 	rc=0
-	for spec in "read 8" "read 4096" "read 65536" "write 8" "write 4096" "write 65536" "atomic 8"; do
-		set -- $spec
-		op=$1; sz=$2
+	# 64 KiB reads stalled the TCG guest for >10 min: keep to 8 B and 4 KiB
+	for spec in ${RDMAPS_BENCH_SPECS:-read:8 read:4096 write:8 write:4096 atomic:8}; do
+		op=${spec%%:*}; sz=${spec#*:}
 		echo "== perftest ib_${op}_lat -R -s $sz -n $iters"
 		if pt "ib_${op}_lat" -R -s "$sz" -n "$iters"; then
 			v=$(p50 "$sz")
@@ -49,7 +49,7 @@ if [ "$mode" = bench ]; then
 		fi
 	done
 	echo "== perftest p50 (us) -> $f"
-	cat "$f"
+	sed "s/^/PERFTEST-P50 /" "$f"
 	rtb=$(find "$build" -name rt_bench -type f 2>/dev/null | head -1)
 	if [ -z "$rtb" ]; then
 		echo "rt_bench: not built in $build (bench/transport absent); perftest numbers only"
