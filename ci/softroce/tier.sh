@@ -54,8 +54,15 @@ if [ "$mode" = bench ]; then
 	if [ -z "$rtb" ]; then
 		echo "rt_bench: not built in $build (bench/transport absent); perftest numbers only"
 	else
-		echo "== $rtb --perftest $f"
-		RDMAPS_PERFTEST_P50="$f" "$rtb" --perftest "$f" || { echo "rt_bench FAILED rc=$?"; rc=1; }
+		# sizes matching perftest's: rt_bench does powers of 4 from --min-size plus --max-size
+		set -- --transport rdma --addr "$addr" --min-size 8 --max-size 4096 --iters "$iters"
+		if "$rtb" --help 2>&1 | grep -q -- --perftest; then
+			set -- "$@" --perftest "$f"
+		else
+			echo "rt_bench: no --perftest option (yet): it gets RDMAPS_PERFTEST_P50=$f only"
+		fi
+		echo "== $rtb $*"
+		RDMAPS_PERFTEST_P50="$f" "$rtb" "$@" || { echo "rt_bench FAILED rc=$?"; rc=1; }
 	fi
 	echo "RDMA-TIER bench rc=$rc"
 	exit $rc
