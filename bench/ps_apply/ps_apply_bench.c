@@ -1,0 +1,200 @@
+/* ps apply benchmark (issue "Benchmarks", item 4).
+ *
+ * What the ps CPU does per sync step on one shard: sum R gradient slots and
+ * apply Adam (TF1) in one fused pass, rdm_vec_add for slots 1..R-2 and
+ * rdm_opt_apply(g1 = acc, g2 = last slot, scale = 1/R) writing the other
+ * parameter buffer (double buffering).  Reference, in the same run over the
+ * same bytes: the streaming loop a[i] += b[i].
+ *
+ * Bandwidth = bytes the loop must move / time:
+ *   reference a += b        : 12 B per float (read a, read b, write a)
+ *   Adam apply (fused)      : 32 B per float (read w_in, g1, g2, m, v; write w_out, m, v)
+ *   vec_add acc += slot     : 12 B per float
+ * Prints a table and `vs-stream <what> <floats> bw_ratio=<ours/reference>`;
+ * --json FILE writes every figure.  Warm-up: 20 iterations or 0.2 s,
+ * whichever ends first; then 15 timed blocks; median and min reported. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/optim.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The memory-bandwidth reference: same compiler flags as optim.c. */
+static void __attribute__((noinline)) stream_add(float *restrict a, const float *restrict b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		a[i] += b[i];
+}
+
+struct ctx {
+	size_t n;
+	int R;
+	float *w[2], *m, *v, *acc, **slot;
+	struct rdm_opt_cfg cfg;
+	struct rdm_opt_state st;
+	int cur;
+};
+
+enum what { W_STREAM, W_ADAM, W_VECADD, W_STEP };
+static const char *what_name[] = { "stream_add", "adam_apply", "vec_add", "sync_step" };
+
+static void run_once(struct ctx *c, enum what w)
+{
+	switch (w) {
+	case W_STREAM:
+		stream_add(c->acc, c->slot[0], c->n);
+		break;
+	case W_ADAM:
+		rdm_opt_apply(&c->cfg, &c->st, c->w[c->cur ^ 1], c->w[c->cur], c->acc,
+			      c->slot[0], 0.5f, c->n);
+		c->cur ^= 1;
+		break;
+	case W_VECADD:
+		rdm_vec_add(c->acc, c->slot[0], c->n);
+		break;
+	case W_STEP:
+		memcpy(c->acc, c->slot[0], c->n * sizeof(float));
+		for (int r = 1; r < c->R - 1; r++)
+			rdm_vec_add(c->acc, c->slot[r], c->n);
+		rdm_opt_apply(&c->cfg, &c->st, c->w[c->cur ^ 1], c->w[c->cur], c->acc,
+			      c->R > 1 ? c->slot[c->R - 1] : NULL, 1.0f / c->R, c->n);
+		c->cur ^= 1;
+		break;
+	}
+}
+
+/* bytes moved per float */
+static double bytes_per_float(enum what w, int R)
+{
+	switch (w) {
+	case W_STREAM: return 12;
+	case W_ADAM: return 32;
+	case W_VECADD: return 12;
+	case W_STEP: return 8.0 /* copy */ + 12.0 * (R > 2 ? R - 2 : 0) + 32;
+	}
+	return 0;
+}
+
+static double measure(struct ctx *c, enum what w, double *min_out)
+{
+	enum { BLOCKS = 15 };
+	double t[BLOCKS];
+	double t0 = now_s();
+	for (int i = 0; i < 20 && now_s() - t0 < 0.2; i++)
+		run_once(c, w);
+	/* iterations per block: about 20 ms of work */
+	double ts = now_s();
+	run_once(c, w);
+	double one = now_s() - ts;
+	int iters = one > 0 ? (int)(0.02 / one) : 1000;
+	if (iters < 1)
+		iters = 1;
+	if (iters > 100000)
+		iters = 100000;
+	for (int b = 0; b < BLOCKS; b++) {
+		double s = now_s();
+		for (int i = 0; i < iters; i++)
+			run_once(c, w);
+		t[b] = (now_s() - s) / iters;
+	}
+	qsort(t, BLOCKS, sizeof(double), cmp_d);
+	*min_out = t[0];
+	return t[BLOCKS / 2];
+}
+
+static float *falloc(size_t n, float val)
+{
+	float *p = aligned_alloc(64, ((n * sizeof(float)) + 63) / 64 * 64);
+	if (!p) {
+		fprintf(stderr, "ps_apply_bench: out of memory\n");
+		exit(1);
+	}
+	for (size_t i = 0; i < n; i++)
+		p[i] = val + (float)(i % 7) * 1e-3f;
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	const char *json = NULL;
+	int R = 2;
+	size_t sizes[] = { 79510, 1u << 20, 16u << 20 }; /* mlp shard, 4 MiB, 64 MiB */
+	int nsizes = 3;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") && i + 1 < argc)
+			json = argv[++i];
+		else if (!strncmp(argv[i], "--replicas=", 11))
+			R = atoi(argv[i] + 11);
+		else if (!strcmp(argv[i], "--quick"))
+			nsizes = 2;
+		else {
+			fprintf(stderr, "usage: ps_apply_bench [--replicas=R] [--quick] [--json FILE]\n");
+			return 2;
+		}
+	}
+	if (R < 1 || R > 64) {
+		fprintf(stderr, "ps_apply_bench: --replicas must be 1..64\n");
+		return 2;
+	}
+	FILE *jf = NULL;
+	if (json && !(jf = fopen(json, "w"))) {
+		perror(json);
+		return 1;
+	}
+	printf("# ps apply: Adam (TF1) fused with the sum of R=%d slots, vs a[i] += b[i]\n", R);
+	printf("# one thread; figures are per call, bandwidth = bytes the loop must move / median time\n");
+	printf("%-11s %10s %10s %10s %10s %12s\n", "what", "floats", "bytes", "min_us", "p50_us", "GB/s(p50)");
+	for (int s = 0; s < nsizes; s++) {
+		struct ctx c = { .n = sizes[s], .R = R };
+		c.w[0] = falloc(c.n, 0.1f);
+		c.w[1] = falloc(c.n, 0.1f);
+		c.m = falloc(c.n, 0);
+		c.v = falloc(c.n, 0);
+		c.acc = falloc(c.n, 0.01f);
+		c.slot = calloc(R, sizeof(*c.slot));
+		for (int r = 0; r < R; r++)
+			c.slot[r] = falloc(c.n, 0.001f * (r + 1));
+		rdm_opt_defaults(&c.cfg, RDM_OPT_ADAM, 0.01f);
+		rdm_opt_state_init(&c.st, &c.cfg, c.m, c.v, c.n);
+		double ref_bw = 0;
+		for (int w = W_STREAM; w <= W_STEP; w++) {
+			double mn, p50 = measure(&c, (enum what)w, &mn);
+			double bytes = bytes_per_float((enum what)w, R) * (double)c.n;
+			double bw = bytes / p50 / 1e9;
+			if (w == W_STREAM)
+				ref_bw = bw;
+			printf("%-11s %10zu %10.0f %10.2f %10.2f %12.2f\n", what_name[w], c.n, bytes,
+			       mn * 1e6, p50 * 1e6, bw);
+			if (jf)
+				fprintf(jf, "{\"what\":\"%s\",\"floats\":%zu,\"replicas\":%d,\"bytes\":%.0f,"
+					"\"min_us\":%.3f,\"p50_us\":%.3f,\"gbps\":%.3f,\"ref_gbps\":%.3f}\n",
+					what_name[w], c.n, R, bytes, mn * 1e6, p50 * 1e6, bw, ref_bw);
+		}
+		/* ratios */
+		double mn, t_adam = measure(&c, W_ADAM, &mn), t_ref = measure(&c, W_STREAM, &mn);
+		double r_adam = (32.0 * c.n / t_adam) / (12.0 * c.n / t_ref);
+		printf("vs-stream adam_apply %zu bw_ratio=%.2f\n", c.n, r_adam);
+		for (int r = 0; r < R; r++)
+			free(c.slot[r]);
+		free(c.slot);
+		free(c.w[0]); free(c.w[1]); free(c.m); free(c.v); free(c.acc);
+	}
+	if (jf)
+		fclose(jf);
+	return 0;
+}
