@@ -35,7 +35,9 @@ struct result {
 	size_t nparams;
 	double median, min, max; /* steps/s over blocks */
 	int blocks, steps_per_block, warmup_steps, rounds;
+	double cpu_median;       /* steps per second of process CPU time (all threads) */
 	double torch_median;     /* <0: not run */
+	double torch_cpu;
 	char torch_note[128];
 };
 
@@ -43,6 +45,13 @@ static double now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -118,13 +127,16 @@ static int run_ours(const struct opts *o, enum rdm_model_kind kind, int threads,
 	int spb = (int)(o->block_s / per);
 	if (spb < 1)
 		spb = 1;
-	double rates[64];
+	double rates[64], crates[64];
 	for (int b = 0; b < o->blocks; b++) {
-		double s = now();
+		double s = now(), c = cpu_now();
 		for (int i = 0; i < spb; i++)
 			STEP();
 		rates[b] = spb / (now() - s);
+		crates[b] = spb / (cpu_now() - c);
 	}
+	qsort(crates, (size_t)o->blocks, sizeof(double), cmpd);
+	r->cpu_median = crates[o->blocks / 2];
 	qsort(rates, (size_t)o->blocks, sizeof(double), cmpd);
 	r->model = kind == RDM_MODEL_MLP ? "mlp" : "lstm";
 	r->threads = threads;
@@ -163,8 +175,12 @@ static void run_torch(const struct opts *o, struct result *r)
 	char line[1024];
 	while (fgets(line, sizeof(line), p)) {
 		const char *s = strstr(line, "steps_per_s=");
-		if (strncmp(line, "RESULT ", 7) == 0 && s)
+		if (strncmp(line, "RESULT ", 7) == 0 && s) {
 			r->torch_median = atof(s + 12);
+			const char *c = strstr(line, "cpu_steps_per_s=");
+			if (c)
+				r->torch_cpu = atof(c + 16);
+		}
 		else if (strncmp(line, "SKIP", 4) == 0 || strstr(line, "Error")) {
 			line[strcspn(line, "\n")] = 0;
 			snprintf(r->torch_note, sizeof(r->torch_note), "%.120s", line);
@@ -243,7 +259,7 @@ int main(int argc, char **argv)
 			/* R rounds of (ours, torch) back to back so both see the same
 			 * machine load; report the median over rounds of each. */
 			struct result *r = &res[nr];
-			double om[16], tm[16];
+			double om[16], tm[16], oc[16], tc[16];
 			int ntm = 0;
 			for (int q = 0; q < o.rounds; q++) {
 				struct result rq;
@@ -252,10 +268,13 @@ int main(int argc, char **argv)
 					return 1;
 				if (o.torch[0]) {
 					run_torch(&o, &rq);
-					if (rq.torch_median > 0)
+					if (rq.torch_median > 0) {
+						tc[ntm] = rq.torch_cpu;
 						tm[ntm++] = rq.torch_median;
+					}
 				}
 				om[q] = rq.median;
+				oc[q] = rq.cpu_median;
 				if (q == 0)
 					*r = rq;
 				else {
@@ -267,31 +286,40 @@ int main(int argc, char **argv)
 			}
 			qsort(om, (size_t)o.rounds, sizeof(double), cmpd);
 			r->median = om[o.rounds / 2];
+			qsort(oc, (size_t)o.rounds, sizeof(double), cmpd);
+			r->cpu_median = oc[o.rounds / 2];
 			r->rounds = o.rounds;
 			if (ntm) {
 				qsort(tm, (size_t)ntm, sizeof(double), cmpd);
 				r->torch_median = tm[ntm / 2];
+				qsort(tc, (size_t)ntm, sizeof(double), cmpd);
+				r->torch_cpu = tc[ntm / 2];
 			}
 			nr++;
 			fprintf(stderr, "kernels_bench: %s threads=%d done\n", r->model, t);
 		}
 	}
-	printf("%-5s %5s %7s %9s %12s %12s %12s %14s %7s\n", "model", "batch", "threads", "params", "steps/s(med)",
-	       "min", "max", "torch steps/s", "ratio");
+	printf("%-5s %5s %7s %9s %12s %10s %10s %10s %13s %11s %7s %9s\n", "model", "batch", "threads", "params",
+	       "steps/s(med)", "min", "max", "cpu-steps/s", "torch steps/s", "torch cpu/s", "ratio", "cpu-ratio");
 	for (int i = 0; i < nr; i++) {
 		struct result *r = &res[i];
-		char ts[32] = "-", rs[32] = "-";
+		char ts[32] = "-", rs[32] = "-", tcs[32] = "-", crs[32] = "-";
 		if (r->torch_median > 0) {
 			snprintf(ts, sizeof(ts), "%.1f", r->torch_median);
 			snprintf(rs, sizeof(rs), "%.2f", r->median / r->torch_median);
 		}
-		printf("%-5s %5d %7d %9zu %12.1f %12.1f %12.1f %14s %7s\n", r->model, r->batch, r->threads, r->nparams,
-		       r->median, r->min, r->max, ts, rs);
+		if (r->torch_cpu > 0) {
+			snprintf(tcs, sizeof(tcs), "%.1f", r->torch_cpu);
+			snprintf(crs, sizeof(crs), "%.2f", r->cpu_median / r->torch_cpu);
+		}
+		printf("%-5s %5d %7d %9zu %12.1f %10.1f %10.1f %10.1f %13s %11s %7s %9s\n", r->model, r->batch, r->threads,
+		       r->nparams, r->median, r->min, r->max, r->cpu_median, ts, tcs, rs, crs);
 	}
 	for (int i = 0; i < nr; i++) {
 		struct result *r = &res[i];
 		if (r->torch_median > 0)
-			printf("vs-pytorch %s threads=%d steps_ratio=%.2f\n", r->model, r->threads, r->median / r->torch_median);
+			printf("vs-pytorch %s threads=%d steps_ratio=%.2f cpu_steps_ratio=%.2f\n", r->model, r->threads,
+			       r->median / r->torch_median, r->torch_cpu > 0 ? r->cpu_median / r->torch_cpu : 0.0);
 		else if (o.torch[0])
 			printf("vs-pytorch %s threads=%d skipped (%s)\n", r->model, r->threads, r->torch_note);
 	}
@@ -311,12 +339,12 @@ int main(int argc, char **argv)
 		for (int i = 0; i < nr; i++) {
 			struct result *r = &res[i];
 			fprintf(out, "%s{\"model\":\"%s\",\"batch\":%d,\"threads\":%d,\"nparams\":%zu,\"steps_per_s\":%.2f,"
-				     "\"min\":%.2f,\"max\":%.2f,\"steps_per_block\":%d,\"warmup_steps\":%d",
+				     "\"min\":%.2f,\"max\":%.2f,\"cpu_steps_per_s\":%.2f,\"steps_per_block\":%d,\"warmup_steps\":%d",
 				i ? "," : "", r->model, r->batch, r->threads, r->nparams, r->median, r->min, r->max,
-				r->steps_per_block, r->warmup_steps);
+				r->cpu_median, r->steps_per_block, r->warmup_steps);
 			if (r->torch_median > 0)
-				fprintf(out, ",\"torch_steps_per_s\":%.2f,\"steps_ratio\":%.3f", r->torch_median,
-					r->median / r->torch_median);
+				fprintf(out, ",\"torch_steps_per_s\":%.2f,\"steps_ratio\":%.3f,\"torch_cpu_steps_per_s\":%.2f",
+					r->torch_median, r->median / r->torch_median, r->torch_cpu);
 			fprintf(out, "}");
 		}
 		fprintf(out, "]}\n");
