@@ -3,6 +3,7 @@
  *   rt_bench [--transport tcp|rdma] [--addr HOST] [--op read|write|fadd|all]
  *            [--min-size B] [--max-size B] [--iters N] [--warmup N]
  *            [--warmup-ms MS] [--json FILE] [--raw-tcp] [--no-pin]
+ *            [--perftest FILE] [--help]
  *
  * Forks a server on HOST (default 127.0.0.1) and measures, from the client,
  * the ROUND TRIP of one signaled operation (post -> completion polled):
@@ -20,8 +21,18 @@
  * --raw-tcp measures only the reference: a plain blocking TCP request/
  * response moving the same bytes (READ: 16 B request, 16 B + len reply;
  * WRITE: 16 B + len request, 16 B reply; FADD: 16 B each way).  The default
- * TCP run measures both and prints "vs-raw-tcp <op> <bytes> p50_ratio=x". */
+ * TCP run measures both and prints "vs-raw-tcp <op> <bytes> p50_ratio=x".
+ *
+ * --perftest FILE reads perftest p50s (docs/ci.md: lines "<op> <bytes> <p50_us>",
+ * op read|write|atomic; blank lines and '#' comments allowed; anything else is
+ * an error, exit 2) and, after an rdma run, prints for every op and size
+ * present in both "vs-perftest <op> <bytes> p50_ratio=x" plus both figures.
+ * Like for like: ib_read_lat and ib_atomic_lat report full round trips;
+ * ib_write_lat reports HALF its ping-pong round trip, so our (round trip)
+ * WRITE is divided by 2 x perftest's write figure.  Without rt-rdma rows (a
+ * tcp run) no ratio is printed: the file is validated and the lines say so. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -53,6 +64,7 @@ struct opts {
 	const char *json;
 	int raw_only;
 	int pin;         /* client on the first CPU, servers on the last */
+	const char *perftest; /* perftest_p50.txt (docs/ci.md) or NULL */
 };
 
 static const struct opts *g_o;
@@ -540,6 +552,173 @@ static void ratios(FILE *f, int json)
 	}
 }
 
+/* ------------------------------------------------------------ perftest */
+
+#define MAXPT 64
+
+struct pt_row {
+	const char *op;   /* as in the file: read, write, atomic */
+	enum bop bop;
+	size_t bytes;
+	double p50;       /* as in the file (ib_write_lat: one-way = RTT / 2) */
+	double rtt;       /* round trip: p50, or 2 x p50 for write */
+};
+
+static struct pt_row g_pt[MAXPT];
+static int g_npt;
+
+static int pt_err(const char *path, int ln, const char *why, const char *line)
+{
+	fprintf(stderr, "rt_bench: --perftest %s:%d: %s%s%s%s\n", path, ln, why,
+		line ? ": \"" : "", line ? line : "", line ? "\"" : "");
+	fprintf(stderr, "rt_bench: expected lines \"<op> <bytes> <p50_us>\", op read|write|atomic, "
+		"bytes a positive integer, p50_us a positive decimal (docs/ci.md)\n");
+	return 2;
+}
+
+static int all_digits(const char *t, int dot_ok)
+{
+	int dots = 0, digits = 0;
+
+	for (; *t; t++) {
+		if (isdigit((unsigned char)*t))
+			digits++;
+		else if (*t == '.' && dot_ok && !dots)
+			dots++;
+		else
+			return 0;
+	}
+	return digits > 0;
+}
+
+/* Returns 0, or 2 (message printed) for an unreadable file or a bad line. */
+static int pt_parse(const char *path)
+{
+	static const char *names[B_N] = { "read", "write", "atomic" };
+	char line[256], shown[256];
+	FILE *f = fopen(path, "r");
+	int ln = 0;
+
+	if (!f) {
+		fprintf(stderr, "rt_bench: --perftest %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *tok[4], *save = NULL, *end;
+		size_t len = strlen(line);
+		int nt = 0, k;
+
+		ln++;
+		if (len == sizeof(line) - 1 && line[len - 1] != '\n' && !feof(f)) {
+			fclose(f);
+			return pt_err(path, ln, "line too long", NULL);
+		}
+		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = 0;
+		snprintf(shown, sizeof(shown), "%s", line);
+		for (char *t = strtok_r(line, " \t", &save); t && nt < 4;
+		     t = strtok_r(NULL, " \t", &save))
+			tok[nt++] = t;
+		if (nt == 0 || tok[0][0] == '#')
+			continue;
+		if (nt != 3) {
+			fclose(f);
+			return pt_err(path, ln, nt < 3 ? "too few fields" : "too many fields", shown);
+		}
+		for (k = 0; k < B_N && strcmp(tok[0], names[k]); k++)
+			;
+		if (k == B_N) {
+			fclose(f);
+			return pt_err(path, ln, "unknown op (read, write or atomic)", shown);
+		}
+		struct pt_row r = { names[k], (enum bop)k, 0, 0, 0 };
+		unsigned long long b;
+
+		errno = 0;
+		b = all_digits(tok[1], 0) ? strtoull(tok[1], &end, 10) : 0;
+		if (!b || errno || b > (1ull << 40)) {
+			fclose(f);
+			return pt_err(path, ln, "bad bytes (positive integer)", shown);
+		}
+		r.bytes = (size_t)b;
+		r.p50 = all_digits(tok[2], 1) ? strtod(tok[2], &end) : 0;
+		if (!(r.p50 > 0) || !isfinite(r.p50)) {
+			fclose(f);
+			return pt_err(path, ln, "bad p50_us (positive decimal, e.g. 41.02)", shown);
+		}
+		r.rtt = r.bop == B_WRITE ? 2 * r.p50 : r.p50;
+		for (int i = 0; i < g_npt; i++)
+			if (g_pt[i].bop == r.bop && g_pt[i].bytes == r.bytes) {
+				fclose(f);
+				return pt_err(path, ln, "duplicate op and bytes", shown);
+			}
+		if (g_npt == MAXPT) {
+			fclose(f);
+			return pt_err(path, ln, "more than 64 measurements", NULL);
+		}
+		g_pt[g_npt++] = r;
+	}
+	if (ferror(f)) {
+		fprintf(stderr, "rt_bench: --perftest %s: read error\n", path);
+		fclose(f);
+		return 2;
+	}
+	fclose(f);
+	return 0;
+}
+
+static int have_impl(const char *impl)
+{
+	for (int i = 0; i < g_nres; i++)
+		if (!strcmp(g_res[i].impl, impl))
+			return 1;
+	return 0;
+}
+
+static void pt_report(const struct opts *o, FILE *f, int json)
+{
+	int first = 1;
+
+	if (!have_impl("rt-rdma")) {
+		if (!json)
+			printf("\n# vs-perftest: NOT computed: %s holds %d perftest (RDMA) p50s, "
+			       "but this run has no rt-rdma rows (transport=%s);\n"
+			       "# comparing them needs an rdma run: rt_bench --transport rdma "
+			       "--perftest %s\n",
+			       o->perftest, g_npt, o->raw_only ? "raw-tcp" : rt_kind_name(o->kind),
+			       o->perftest);
+		return;
+	}
+	if (!json)
+		printf("\n# vs-perftest: p50_ratio = ours / perftest, both ROUND TRIPS (p50, us).\n"
+		       "# read, atomic: ib_read_lat, ib_atomic_lat report full round trips: as is.\n"
+		       "# write: ib_write_lat reports HALF its ping-pong round trip; our signaled "
+		       "WRITE is a full\n# round trip (completion = target ack), so it is compared "
+		       "with 2 x perftest (perftest_file_us = as in the file).\n");
+	for (int i = 0; i < g_npt; i++) {
+		const struct pt_row *p = &g_pt[i];
+		const struct result *r = find("rt-rdma", p->bop, p->bytes);
+
+		if (!r) {
+			if (!json)
+				printf("# vs-perftest %s %zu: no rt-rdma row of that op and size in this "
+				       "run\n", p->op, p->bytes);
+			continue;
+		}
+		if (json)
+			fprintf(f, "%s\n    {\"op\": \"%s\", \"bytes\": %zu, \"p50_ratio\": %.3f, "
+				"\"ours_p50_us\": %.3f, \"perftest_rtt_p50_us\": %.3f, "
+				"\"perftest_file_us\": %.3f}",
+				first ? "" : ",", p->op, p->bytes, r->s.p50 / p->rtt, r->s.p50, p->rtt,
+				p->p50);
+		else
+			printf("vs-perftest %s %zu p50_ratio=%.3f ours_p50_us=%.2f "
+			       "perftest_rtt_p50_us=%.2f perftest_file_us=%.2f\n",
+			       p->op, p->bytes, r->s.p50 / p->rtt, r->s.p50, p->rtt, p->p50);
+		first = 0;
+	}
+}
+
 static int write_json(const struct opts *o)
 {
 	FILE *f = fopen(o->json, "w");
@@ -564,16 +743,26 @@ static int write_json(const struct opts *o)
 	}
 	fprintf(f, "\n  ],\n  \"vs_raw_tcp\": [");
 	ratios(f, 1);
-	fprintf(f, "\n  ]\n}\n");
+	fprintf(f, "\n  ]");
+	if (o->perftest) {
+		fprintf(f, ",\n  \"vs_perftest\": [");
+		pt_report(o, f, 1);
+		fprintf(f, "\n  ]");
+	}
+	fprintf(f, "\n}\n");
 	return fclose(f) ? 1 : 0;
 }
 
-static void usage(const char *p)
+static void usage(FILE *f, const char *p)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: %s [--transport tcp|rdma] [--addr HOST] [--op read|write|fadd|all]\n"
 		"          [--min-size B] [--max-size B] [--iters N] [--warmup N] [--warmup-ms MS]\n"
-		"          [--json FILE] [--raw-tcp] [--no-pin]\n", p);
+		"          [--json FILE] [--raw-tcp] [--no-pin] [--perftest FILE] [--help]\n"
+		"  --perftest FILE  perftest p50s, lines \"<op> <bytes> <p50_us>\" (op read|write|\n"
+		"                   atomic, docs/ci.md); after an rdma run prints\n"
+		"                   \"vs-perftest <op> <bytes> p50_ratio=ours/perftest\", round trip\n"
+		"                   vs round trip (ib_write_lat's one-way figure is doubled)\n", p);
 }
 
 int main(int argc, char **argv)
@@ -593,18 +782,22 @@ int main(int argc, char **argv)
 			o.raw_only = 1;
 			continue;
 		}
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout, argv[0]);
+			return 0;
+		}
 		if (!strcmp(a, "--no-pin")) {
 			o.pin = 0;
 			continue;
 		}
 		if (!val) {
-			usage(argv[0]);
+			usage(stderr, argv[0]);
 			return 2;
 		}
 		i++;
 		if (!strcmp(a, "--transport")) {
 			if (rt_kind_parse(val, &o.kind)) {
-				usage(argv[0]);
+				usage(stderr, argv[0]);
 				return 2;
 			}
 		} else if (!strcmp(a, "--addr")) {
@@ -624,16 +817,20 @@ int main(int argc, char **argv)
 			o.warmup_ms = strtol(val, NULL, 0);
 		} else if (!strcmp(a, "--json")) {
 			o.json = val;
+		} else if (!strcmp(a, "--perftest")) {
+			o.perftest = val;
 		} else {
-			usage(argv[0]);
+			usage(stderr, argv[0]);
 			return 2;
 		}
 	}
 	if (!o.ops_mask || o.min_size < 1 || o.max_size < o.min_size ||
 	    o.max_size > BUF_LEN - 4096 || o.iters < 1 || o.warmup < 0 || o.warmup_ms < 0) {
-		usage(argv[0]);
+		usage(stderr, argv[0]);
 		return 2;
 	}
+	if (o.perftest && (rc = pt_parse(o.perftest)))
+		return rc;
 	v[0] = malloc(sizeof(double) * (size_t)o.iters);
 	v[1] = malloc(sizeof(double) * (size_t)o.iters);
 	if (!v[0] || !v[1])
@@ -663,6 +860,8 @@ int main(int argc, char **argv)
 		printf("\n");
 		ratios(stdout, 0);
 	}
+	if (!rc && o.perftest)
+		pt_report(&o, stdout, 0);
 	if (!rc && o.json)
 		rc = write_json(&o);
 	free(v[0]);
