@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""PyTorch reference for kernels_bench: same models, batch sizes, optimizer and
+"""PyTorch reference for kernels_bench (thread budget: torch.set_num_threads(t),
+OMP_NUM_THREADS=t and OPENBLAS_NUM_THREADS=t, like ours: OpenBLAS with t threads): same models, batch sizes, optimizer and
 timing method (warm-up bounded by steps and seconds, median of timed blocks).
 
   mlp : nn.Linear(784,100) -> ReLU -> nn.Linear(100,10), summed cross entropy,
@@ -12,6 +13,7 @@ kernels_bench) and a JSON line.  Prints "SKIP ..." and exits 77 without torch.
 """
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -24,7 +26,13 @@ def main():
     ap.add_argument("--block_s", type=float, default=0.3)
     ap.add_argument("--warmup_steps", type=int, default=50)
     ap.add_argument("--warmup_s", type=float, default=1.0)
+    ap.add_argument("--blas_threads", type=int, default=0,
+                    help="OpenBLAS threads (Debian torch calls the system BLAS, whose pool "
+                         "torch.set_num_threads does not limit); default = --threads")
     a = ap.parse_args()
+    # Must be set before torch (and with it libopenblas) is loaded.
+    os.environ["OPENBLAS_NUM_THREADS"] = str(a.blas_threads or a.threads)
+    os.environ["OMP_NUM_THREADS"] = str(a.threads)
     try:
         import torch
         import torch.nn as nn
@@ -95,7 +103,7 @@ def main():
     cmed = crates[n // 2]
     print(f"RESULT model={a.model} threads={a.threads} steps_per_s={med:.3f} cpu_steps_per_s={cmed:.3f}")
     print(json.dumps({"impl": "torch", "torch": torch.__version__, "model": a.model,
-                      "threads": a.threads, "batch": batch, "nparams": nparams,
+                      "threads": a.threads, "blas_threads": a.blas_threads or a.threads, "batch": batch, "nparams": nparams,
                       "steps_per_s": round(med, 2), "cpu_steps_per_s": round(cmed, 2), "min": round(rates[0], 2),
                       "max": round(rates[-1], 2), "steps_per_block": spb, "warmup_steps": w}))
 
