@@ -1,0 +1,38 @@
+/* rdmaps: one training task's configuration, shared by ps, worker and launch. */
+#ifndef RDMAPS_JOB_H
+#define RDMAPS_JOB_H
+
+#include <stdint.h>
+
+#include "kernels/model.h"
+#include "rdma/rt.h"
+
+struct rdmaps_job {
+	char job_name[16];
+	int task_index;           /* -1 = not given */
+	char **ps_hosts, **worker_hosts;
+	int nps, nworkers;
+	int sync;                 /* --sync_replicas */
+	int replicas;             /* --replicas_to_aggregate, 0 = number of workers */
+	long train_steps;
+	int batch_size;
+	float learning_rate;
+	int hidden_units;
+	enum rdm_model_kind model;
+	int model_set;
+	char data_dir[512];
+	enum rt_kind transport;
+	uint64_t seed;
+	long log_every;
+	char metrics[512];
+	int timeout_s;            /* every wait is bounded by this */
+	char token[RT_TOKEN_MAX + 1];
+	char dump_params[512];    /* hidden: write final params (raw floats) */
+};
+
+void rdmaps_job_defaults(struct rdmaps_job *j);
+int rdmaps_ps_main(const struct rdmaps_job *j);
+int rdmaps_worker_main(const struct rdmaps_job *j);
+int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv);
+
+#endif

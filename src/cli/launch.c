@@ -1,0 +1,239 @@
+/* rdmaps launch: run a whole local cluster (P ps + W workers) from one
+ * command.  Every task is this binary re-executed with TensorFlow's flags;
+ * its output lines come back through a pipe with a "[ps0] " / "[worker1] "
+ * prefix.  Exits 0 only when every worker exited 0; a failed task, or
+ * --timeout, ends the others. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/job.h"
+#include "ps/layout.h"
+
+#define MAX_TASKS 130
+
+struct task {
+	char name[16];
+	pid_t pid;
+	int fd;          /* read end of stdout+stderr */
+	char buf[8192];
+	size_t len;
+	int status, exited, is_worker;
+};
+
+/* A free TCP port on host (bind to port 0 and ask). */
+static int free_port(const char *host)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t l = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+	if (s < 0)
+		return -1;
+	inet_pton(AF_INET, host, &a.sin_addr);
+	if (!bind(s, (struct sockaddr *)&a, sizeof(a)) && !getsockname(s, (struct sockaddr *)&a, &l))
+		port = ntohs(a.sin_port);
+	close(s);
+	return port;
+}
+
+static void flush_lines(struct task *t, int final)
+{
+	char *start = t->buf, *nl;
+	while ((nl = memchr(start, '\n', t->len - (size_t)(start - t->buf)))) {
+		printf("[%s] %.*s\n", t->name, (int)(nl - start), start);
+		start = nl + 1;
+	}
+	size_t rest = t->len - (size_t)(start - t->buf);
+	if (final && rest) {
+		printf("[%s] %.*s\n", t->name, (int)rest, start);
+		rest = 0;
+	} else if (rest == sizeof(t->buf)) { /* a very long line: print as is */
+		printf("[%s] %.*s\n", t->name, (int)rest, start);
+		rest = 0;
+	}
+	memmove(t->buf, start, rest);
+	t->len = rest;
+	fflush(stdout);
+}
+
+static pid_t spawn(struct task *t, char **argv)
+{
+	int p[2];
+	if (pipe(p))
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execv("/proc/self/exe", argv);
+		fprintf(stderr, "cannot exec /proc/self/exe: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	t->fd = p[0];
+	t->pid = pid;
+	return pid;
+}
+
+int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
+{
+	int P = j->nps > 0 ? j->nps : 1, W = j->nworkers > 0 ? j->nworkers : 2;
+	const char *host = "127.0.0.1";
+	const char *env = getenv("RDMAPS_RDMA_ADDR");
+	char ps_hosts[4096] = "", wk_hosts[4096] = "";
+	struct task tasks[MAX_TASKS];
+	int n = 0, rc = 0;
+
+	if (P + W > MAX_TASKS) {
+		fprintf(stderr, "rdmaps launch: at most %d tasks\n", MAX_TASKS);
+		return 2;
+	}
+	if (j->transport != RT_TCP && env && *env)
+		host = env;
+	for (int k = 0; k < P + W; k++) {
+		int port = free_port(host);
+		if (port < 0) {
+			fprintf(stderr, "rdmaps launch: no free port on %s\n", host);
+			return 1;
+		}
+		char *dst = k < P ? ps_hosts : wk_hosts;
+		size_t l = strlen(dst);
+		snprintf(dst + l, 4096 - l, "%s%s:%d", l ? "," : "", host, port);
+	}
+	printf("rdmaps launch: %d ps (%s), %d workers (%s), %s\n", P, ps_hosts, W, wk_hosts,
+	       j->sync ? "sync" : "async");
+	fflush(stdout);
+
+	/* child argv: the launch flags minus --ps/--workers, plus the cluster */
+	char psf[4200], wkf[4200], idx[MAX_TASKS][32];
+	snprintf(psf, sizeof(psf), "--ps_hosts=%s", ps_hosts);
+	snprintf(wkf, sizeof(wkf), "--worker_hosts=%s", wk_hosts);
+	memset(tasks, 0, sizeof(tasks));
+	for (int k = 0; k < P + W; k++) {
+		char *cargv[256];
+		int c = 0;
+		int is_ps = k < P, ti = is_ps ? k : k - P;
+		cargv[c++] = "rdmaps";
+		cargv[c++] = is_ps ? "--job_name=ps" : "--job_name=worker";
+		snprintf(idx[k], sizeof(idx[k]), "--task_index=%d", ti);
+		cargv[c++] = idx[k];
+		cargv[c++] = psf;
+		cargv[c++] = wkf;
+		for (int a = 0; a < argc && c < 250; a++) {
+			if (!strncmp(argv[a], "--ps=", 5) || !strncmp(argv[a], "--workers=", 10))
+				continue;
+			cargv[c++] = argv[a];
+		}
+		cargv[c] = NULL;
+		struct task *t = &tasks[n++];
+		snprintf(t->name, sizeof(t->name), "%s%d", is_ps ? "ps" : "worker", ti);
+		t->is_worker = !is_ps;
+		if (spawn(t, cargv) < 0) {
+			fprintf(stderr, "rdmaps launch: cannot start %s: %s\n", t->name, strerror(errno));
+			rc = 1;
+			n--;
+			goto stop;
+		}
+	}
+
+	double deadline = rdmaps_now() + j->timeout_s * 10.0 + 60;
+	int open_fds = n, workers_left = W;
+	while (open_fds > 0 || workers_left > 0) {
+		struct pollfd pf[MAX_TASKS];
+		int map[MAX_TASKS], m = 0;
+		for (int k = 0; k < n; k++)
+			if (tasks[k].fd >= 0) {
+				pf[m].fd = tasks[k].fd;
+				pf[m].events = POLLIN;
+				map[m++] = k;
+			}
+		if (m)
+			poll(pf, m, 200);
+		else
+			usleep(100000);
+		for (int q = 0; q < m; q++) {
+			struct task *t = &tasks[map[q]];
+			if (!(pf[q].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ssize_t r = read(t->fd, t->buf + t->len, sizeof(t->buf) - t->len);
+			if (r > 0) {
+				t->len += (size_t)r;
+				flush_lines(t, 0);
+			} else {
+				flush_lines(t, 1);
+				close(t->fd);
+				t->fd = -1;
+				open_fds--;
+			}
+		}
+		for (int k = 0; k < n; k++) {
+			struct task *t = &tasks[k];
+			int st;
+			if (t->exited || waitpid(t->pid, &st, WNOHANG) != t->pid)
+				continue;
+			t->exited = 1;
+			t->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			if (t->is_worker)
+				workers_left--;
+			if (t->status) {
+				fprintf(stdout, "rdmaps launch: %s exited with status %d; stopping the others\n", t->name,
+					t->status);
+				rc = 1;
+				goto stop;
+			}
+		}
+		if (rdmaps_now() > deadline) {
+			fprintf(stdout, "rdmaps launch: timed out; stopping every task\n");
+			rc = 1;
+			goto stop;
+		}
+	}
+	/* all workers done: the ps tasks exit by themselves once every worker is done */
+stop:
+	for (int k = 0; k < n; k++)
+		if (!tasks[k].exited && rc)
+			kill(tasks[k].pid, SIGTERM);
+	for (int k = 0; k < n; k++) {
+		struct task *t = &tasks[k];
+		if (!t->exited) {
+			int st;
+			for (int tries = 0; tries < 100 && waitpid(t->pid, &st, WNOHANG) != t->pid; tries++)
+				usleep(50000);
+			if (waitpid(t->pid, &st, WNOHANG) == 0) {
+				kill(t->pid, SIGKILL);
+				waitpid(t->pid, &st, 0);
+			}
+			t->exited = 1;
+			t->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			if (t->status && !rc) {
+				printf("rdmaps launch: %s exited with status %d\n", t->name, t->status);
+				rc = 1;
+			}
+		}
+		if (t->fd >= 0) {
+			char b[4096];
+			ssize_t r;
+			while ((r = read(t->fd, b, sizeof(b))) > 0) {
+				memcpy(t->buf + t->len, b, (size_t)r < sizeof(t->buf) - t->len ? (size_t)r : sizeof(t->buf) - t->len);
+				t->len += (size_t)r < sizeof(t->buf) - t->len ? (size_t)r : 0;
+				flush_lines(t, 0);
+			}
+			flush_lines(t, 1);
+			close(t->fd);
+		}
+	}
+	printf("rdmaps launch: %s\n", rc ? "FAILED" : "all workers finished");
+	return rc;
+}

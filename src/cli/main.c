@@ -1,0 +1,280 @@
+/* rdmaps: the command line.  `rdmaps train ...` (one process), `rdmaps launch
+ * ...` (a local cluster), otherwise a ps or worker task with TensorFlow's
+ * flags.  The protocol is in src/ps/shard.c, src/worker/worker.c and
+ * docs/protocol.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cluster.h"
+#include "cli/job.h"
+#include "kernels/train.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: rdmaps --job_name=ps|worker --task_index=N --ps_hosts=H:P[,..] --worker_hosts=H:P[,..] [training flags]\n"
+		"       rdmaps launch --ps=P --workers=W [training flags]\n"
+		"       rdmaps train --model=mlp|lstm --data_dir=DIR [--epochs=N ...]\n"
+		"training flags: --sync_replicas[=True|False] --replicas_to_aggregate=R --train_steps=200\n"
+		"  --batch_size=100 --learning_rate=0.01 --hidden_units=100 --model=mlp|lstm --data_dir=DIR\n"
+		"  --transport=auto|rdma|tcp --seed=S --log_every=N --metrics=FILE --timeout=SECS\n"
+		"  --auth_token_file=FILE --dump_params=FILE\n");
+}
+
+static int parse_int(const char *name, const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < lo || v > hi) {
+		fprintf(stderr, "rdmaps: --%s=%s: expected an integer in [%ld, %ld]\n", name, s, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_float(const char *name, const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || end == s || !(v > 0)) {
+		fprintf(stderr, "rdmaps: --%s=%s: expected a positive number\n", name, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+enum {
+	O_JOB = 1000, O_TASK, O_PSH, O_WKH, O_SYNC, O_R, O_STEPS, O_BATCH, O_LR, O_HID, O_MODEL,
+	O_DATA, O_TRANSPORT, O_SEED, O_LOGEVERY, O_METRICS, O_TIMEOUT, O_PS, O_WORKERS, O_TOKEN,
+	O_DUMP, O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_ASYNC_DUMMY
+};
+
+static const struct option long_opts[] = {
+	{ "job_name", required_argument, 0, O_JOB },
+	{ "task_index", required_argument, 0, O_TASK },
+	{ "ps_hosts", required_argument, 0, O_PSH },
+	{ "worker_hosts", required_argument, 0, O_WKH },
+	{ "sync_replicas", optional_argument, 0, O_SYNC },
+	{ "replicas_to_aggregate", required_argument, 0, O_R },
+	{ "train_steps", required_argument, 0, O_STEPS },
+	{ "batch_size", required_argument, 0, O_BATCH },
+	{ "learning_rate", required_argument, 0, O_LR },
+	{ "hidden_units", required_argument, 0, O_HID },
+	{ "model", required_argument, 0, O_MODEL },
+	{ "data_dir", required_argument, 0, O_DATA },
+	{ "transport", required_argument, 0, O_TRANSPORT },
+	{ "seed", required_argument, 0, O_SEED },
+	{ "log_every", required_argument, 0, O_LOGEVERY },
+	{ "metrics", required_argument, 0, O_METRICS },
+	{ "timeout", required_argument, 0, O_TIMEOUT },
+	{ "ps", required_argument, 0, O_PS },
+	{ "workers", required_argument, 0, O_WORKERS },
+	{ "auth_token_file", required_argument, 0, O_TOKEN },
+	{ "dump_params", required_argument, 0, O_DUMP },
+	{ "num_gpus", required_argument, 0, O_NUMGPUS },
+	{ "slurm_num_ps", required_argument, 0, O_SLURM_PS },
+	{ "port_base", required_argument, 0, O_PORTBASE },
+	{ "help", no_argument, 0, O_HELP },
+	{ 0, 0, 0, 0 }
+};
+
+/* Parse flags into *j.  launch_mode accepts --ps/--workers.  Returns 0, or 2
+ * after printing what is wrong. */
+static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_mode)
+{
+	long v;
+	double d;
+	char err[256];
+	int slurm_ps = -1;
+	long port_base = 8888;
+
+	optind = 1;
+	opterr = 0;
+	for (;;) {
+		int o = getopt_long(argc, argv, "", long_opts, NULL);
+		if (o == -1)
+			break;
+		switch (o) {
+		case O_JOB:
+			if (strcmp(optarg, "ps") && strcmp(optarg, "worker")) {
+				fprintf(stderr, "rdmaps: --job_name=%s: must be 'ps' or 'worker'\n", optarg);
+				return 2;
+			}
+			snprintf(j->job_name, sizeof(j->job_name), "%s", optarg);
+			break;
+		case O_TASK:
+			if (parse_int("task_index", optarg, 0, 65535, &v)) return 2;
+			j->task_index = (int)v;
+			break;
+		case O_PSH:
+			if (rdmaps_parse_hostlist(optarg, &j->ps_hosts, &j->nps, err, sizeof(err))) {
+				fprintf(stderr, "rdmaps: --ps_hosts: %s\n", err);
+				return 2;
+			}
+			break;
+		case O_WKH:
+			if (rdmaps_parse_hostlist(optarg, &j->worker_hosts, &j->nworkers, err, sizeof(err))) {
+				fprintf(stderr, "rdmaps: --worker_hosts: %s\n", err);
+				return 2;
+			}
+			break;
+		case O_SYNC: {
+			int b;
+			if (rdmaps_parse_bool(optarg, &b)) {
+				fprintf(stderr, "rdmaps: --sync_replicas=%s: expected True/False/true/false/1/0\n", optarg);
+				return 2;
+			}
+			j->sync = b;
+			break;
+		}
+		case O_R: if (parse_int("replicas_to_aggregate", optarg, 1, 4096, &v)) return 2; j->replicas = (int)v; break;
+		case O_STEPS: if (parse_int("train_steps", optarg, 1, 1L << 30, &v)) return 2; j->train_steps = v; break;
+		case O_BATCH: if (parse_int("batch_size", optarg, 1, 65536, &v)) return 2; j->batch_size = (int)v; break;
+		case O_LR: if (parse_float("learning_rate", optarg, &d)) return 2; j->learning_rate = (float)d; break;
+		case O_HID: if (parse_int("hidden_units", optarg, 1, 1 << 20, &v)) return 2; j->hidden_units = (int)v; break;
+		case O_MODEL:
+			if (rdm_model_parse_kind(optarg, &j->model)) {
+				fprintf(stderr, "rdmaps: --model=%s: must be 'mlp' or 'lstm'\n", optarg);
+				return 2;
+			}
+			j->model_set = 1;
+			break;
+		case O_DATA: snprintf(j->data_dir, sizeof(j->data_dir), "%s", optarg); break;
+		case O_TRANSPORT:
+			if (rt_kind_parse(optarg, &j->transport)) {
+				fprintf(stderr, "rdmaps: --transport=%s: must be auto, rdma or tcp\n", optarg);
+				return 2;
+			}
+			break;
+		case O_SEED: if (parse_int("seed", optarg, 0, 0x7fffffffL, &v)) return 2; j->seed = (uint64_t)v; break;
+		case O_LOGEVERY: if (parse_int("log_every", optarg, 1, 1L << 30, &v)) return 2; j->log_every = v; break;
+		case O_METRICS: snprintf(j->metrics, sizeof(j->metrics), "%s", optarg); break;
+		case O_TIMEOUT: if (parse_int("timeout", optarg, 1, 86400, &v)) return 2; j->timeout_s = (int)v; break;
+		case O_DUMP: snprintf(j->dump_params, sizeof(j->dump_params), "%s", optarg); break;
+		case O_NUMGPUS: if (parse_int("num_gpus", optarg, 0, 1024, &v)) return 2; break; /* CPU only: accepted, ignored */
+		case O_SLURM_PS: if (parse_int("slurm_num_ps", optarg, 1, 4096, &v)) return 2; slurm_ps = (int)v; break;
+		case O_PORTBASE: if (parse_int("port_base", optarg, 1, 65535, &v)) return 2; port_base = v; break;
+		case O_TOKEN: {
+			FILE *f = fopen(optarg, "r");
+			if (!f) {
+				fprintf(stderr, "rdmaps: --auth_token_file=%s: %s\n", optarg, strerror(errno));
+				return 2;
+			}
+			size_t n = fread(j->token, 1, sizeof(j->token) - 1, f);
+			fclose(f);
+			while (n && (j->token[n - 1] == '\n' || j->token[n - 1] == '\r'))
+				n--;
+			j->token[n] = 0;
+			if (!n) {
+				fprintf(stderr, "rdmaps: --auth_token_file=%s: empty token\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case O_PS:
+			if (!launch_mode) goto unknown;
+			if (parse_int("ps", optarg, 1, 64, &v)) return 2;
+			j->nps = (int)v;
+			break;
+		case O_WORKERS:
+			if (!launch_mode) goto unknown;
+			if (parse_int("workers", optarg, 1, 64, &v)) return 2;
+			j->nworkers = (int)v;
+			break;
+		case O_HELP:
+			usage(stdout);
+			exit(0);
+		default:
+		unknown:
+			fprintf(stderr, "rdmaps: unknown or malformed flag '%s'\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rdmaps: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (launch_mode)
+		return 0;
+
+	/* Cluster resolvers, as TensorFlow's: TF_CONFIG, then Slurm. */
+	if (!j->job_name[0] && !j->ps_hosts) {
+		struct rdmaps_cluster c;
+		const char *tfc = getenv("TF_CONFIG");
+		int have = 0;
+		memset(&c, 0, sizeof(c));
+		if (tfc && *tfc) {
+			if (rdmaps_cluster_from_tf_config(tfc, &c, err, sizeof(err))) {
+				fprintf(stderr, "rdmaps: TF_CONFIG: %s\n", err);
+				return 2;
+			}
+			have = 1;
+		} else if (getenv("SLURM_PROCID") && slurm_ps > 0) {
+			if (rdmaps_cluster_from_slurm(slurm_ps, (int)port_base, &c, err, sizeof(err))) {
+				fprintf(stderr, "rdmaps: Slurm: %s\n", err);
+				return 2;
+			}
+			have = 1;
+		}
+		if (have) {
+			snprintf(j->job_name, sizeof(j->job_name), "%s", c.job_name);
+			j->task_index = c.task_index;
+			j->ps_hosts = c.ps_hosts;
+			j->nps = c.nps;
+			j->worker_hosts = c.worker_hosts;
+			j->nworkers = c.nworkers;
+		}
+	}
+	if (!j->job_name[0]) {
+		fprintf(stderr, "rdmaps: must specify --job_name (ps or worker), or TF_CONFIG\n");
+		return 2;
+	}
+	if (j->task_index < 0) {
+		fprintf(stderr, "rdmaps: must specify --task_index\n");
+		return 2;
+	}
+	if (!j->ps_hosts || !j->worker_hosts) {
+		fprintf(stderr, "rdmaps: must specify --ps_hosts and --worker_hosts\n");
+		return 2;
+	}
+	int n = !strcmp(j->job_name, "ps") ? j->nps : j->nworkers;
+	if (j->task_index >= n) {
+		fprintf(stderr, "rdmaps: --task_index=%d out of range: the %s job has %d task(s)\n",
+			j->task_index, j->job_name, n);
+		return 2;
+	}
+	if (j->replicas > 0 && !j->sync)
+		fprintf(stderr, "rdmaps: note: --replicas_to_aggregate is ignored without --sync_replicas\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct rdmaps_job j;
+
+	if (argc > 1 && !strcmp(argv[1], "train"))
+		return rdm_train_main(argc - 1, argv + 1);
+	rdmaps_job_defaults(&j);
+	if (argc > 1 && !strcmp(argv[1], "launch")) {
+		int rc = parse_flags(argc - 1, argv + 1, &j, 1);
+		if (rc)
+			return rc;
+		return rdmaps_launch(&j, argc - 2, argv + 2);
+	}
+	int rc = parse_flags(argc, argv, &j, 0);
+	if (rc)
+		return rc;
+	printf("job name = %s\ntask index = %d\n", j.job_name, j.task_index);
+	fflush(stdout);
+	if (!strcmp(j.job_name, "ps"))
+		return rdmaps_ps_main(&j);
+	return rdmaps_worker_main(&j);
+}

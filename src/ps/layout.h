@@ -1,0 +1,72 @@
+/* rdmaps: the memory layout of one ps shard and of a worker's mailbox, and
+ * the grant ids.  All words are little-endian u64 in host order (x86-64);
+ * docs/memory-layout.md draws them. */
+#ifndef RDMAPS_LAYOUT_H
+#define RDMAPS_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/job.h"
+#include "ps/placement.h"
+
+#define RDMAPS_MAGIC 0x5350414d44524452ull /* "RDRDMAPS" */
+#define RDMAPS_BUSY (1ull << 63)           /* version word: buffer being written */
+#define RDMAPS_ROLE_WORKER 1
+
+/* grant ids on the ps side of a connection */
+enum { G_PS_PARAMS = 0, G_PS_SLOT = 1, G_PS_COUNTERS = 2, G_PS_MBOX_SRC = 3 };
+/* grant ids on the worker side */
+enum { G_W_MAILBOX = 0, G_W_PARAMS_DST = 1, G_W_GRAD_SRC = 2, G_W_ATOMIC = 3, G_W_SCRATCH = 4 };
+
+/* PARAMS region: header (64 B), then buffer 0 and buffer 1. */
+struct rdmaps_params_hdr {
+	uint64_t magic;
+	uint64_t state;           /* 0 = uninitialized, 1 = ready */
+	uint64_t current_version; /* newest published version (global step of this shard) */
+	uint64_t nfloats;
+	uint64_t pad[4];
+};
+#define PARAMS_STATE_READY 1
+
+/* SLOT region header (64 B), then the gradient floats. */
+struct rdmaps_slot_hdr {
+	uint64_t step;            /* params version the gradient was computed on */
+	uint64_t seq;             /* this worker's push number: 1, 2, ... */
+	uint32_t kind;            /* SLOT_GRAD or SLOT_INIT */
+	uint32_t worker;
+	double loss;
+	uint64_t pad[4];
+};
+enum { SLOT_GRAD = 1, SLOT_INIT = 2 };
+
+/* mailbox word written by the ps: released version << 32 | token seq */
+#define MBOX_VERSION(w) ((w) >> 32)
+#define MBOX_TOKEN(w) ((w) & 0xffffffffull)
+
+static inline size_t shard_pad(size_t nfloats) { return (nfloats + 15) & ~(size_t)15; }
+/* bytes of one parameter buffer: 64 B version header + padded floats */
+static inline size_t buf_bytes(size_t nfloats) { return 64 + shard_pad(nfloats) * sizeof(float); }
+static inline size_t buf_off(size_t nfloats, uint64_t version) { return 64 + (version & 1) * buf_bytes(nfloats); }
+static inline size_t params_bytes(size_t nfloats) { return 64 + 2 * buf_bytes(nfloats); }
+static inline size_t slot_bytes(size_t nfloats) { return 64 + shard_pad(nfloats) * sizeof(float); }
+/* COUNTERS: ready_seq[W], then done_count */
+static inline size_t counters_bytes(int nworkers) { return ((size_t)nworkers + 1) * 8; }
+
+/* The model and its placement, computed identically by every task. */
+struct rdmaps_layout {
+	struct rdm_model *model;      /* owned */
+	struct rdmaps_placement place;
+	size_t nparams;
+	uint64_t hash;
+};
+int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_layout *l);
+void rdmaps_layout_free(struct rdmaps_layout *l);
+/* replicas_to_aggregate in effect */
+static inline int job_replicas(const struct rdmaps_job *j) { return j->replicas > 0 ? j->replicas : j->nworkers; }
+
+/* Spin with backoff for the shared 2-core case: pause, then yield, then sleep. */
+void rdmaps_backoff(unsigned *spins);
+double rdmaps_now(void);
+
+#endif

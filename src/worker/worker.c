@@ -1,0 +1,405 @@
+/* rdmaps: a worker task.  Per step, for every ps shard: wait for the token in
+ * my mailbox, READ the released parameter buffer (then a fenced READ of its
+ * version word: a sync read is never torn), compute the gradient, WRITE it
+ * into my slot, and only after that WRITE completed bump my ready counter
+ * with FETCH_ADD.  Same loop for sync and async; the ps policy differs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cluster.h"
+#include "kernels/data.h"
+#include "ps/layout.h"
+
+struct wshard {
+	struct rt_conn *c;
+	size_t n;
+	uint64_t *mbox;        /* WRITE for the ps */
+	uint8_t *pdst;         /* local: one parameter buffer (64 B header + floats) */
+	uint8_t *gsrc;         /* local: slot image (64 B header + floats) */
+	uint64_t *atom;        /* local: fetch-add result */
+	uint64_t *scratch;     /* local: version check */
+	uint64_t held;         /* version held, UINT64_MAX = none */
+	uint64_t seq;          /* pushes made to this shard */
+};
+
+struct worker {
+	const struct rdmaps_job *j;
+	struct rdmaps_layout L;
+	struct rt_ctx *ctx;
+	struct wshard *s;
+	int P, me;
+	float *params, *grad;  /* flat model vectors */
+	long tmo_ms;
+};
+
+static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, int shard)
+{
+	struct rt_completion c[4];
+	double end = rdmaps_now() + tmo_ms / 1000.0;
+	while (n > 0) {
+		int got = rt_poll(sh->c, c, 4, 100);
+		if (got < 0) {
+			fprintf(stderr, "worker: %s on ps %d: %s (%s)\n", what, shard, rdmaps_strerror(got),
+				rt_conn_errmsg(sh->c));
+			return got;
+		}
+		for (int k = 0; k < got; k++)
+			if (c[k].status) {
+				fprintf(stderr, "worker: %s on ps %d failed: %s (%s)\n", what, shard,
+					rdmaps_strerror(c[k].status), rt_conn_errmsg(sh->c));
+				return c[k].status;
+			}
+		n -= got;
+		if (n > 0 && rdmaps_now() > end) {
+			fprintf(stderr, "worker: %s on ps %d timed out\n", what, shard);
+			return RDMAPS_E_TIMEOUT;
+		}
+	}
+	return 0;
+}
+
+/* Piece-wise copies between the flat model vector and the shard buffers. */
+static void gather(struct worker *w, int p, const float *src_shard)
+{
+	const struct rdmaps_placement *pl = &w->L.place;
+	for (int k = 0; k < pl->npieces; k++) {
+		const struct rdmaps_piece *pc = &pl->pieces[k];
+		if (pc->ps != p)
+			continue;
+		size_t off = rdm_model_tensor(w->L.model, pc->tensor)->offset + pc->tensor_off;
+		memcpy(w->params + off, src_shard + pc->shard_off, pc->count * sizeof(float));
+	}
+}
+
+static void scatter(struct worker *w, int p, const float *flat, float *dst_shard)
+{
+	const struct rdmaps_placement *pl = &w->L.place;
+	for (int k = 0; k < pl->npieces; k++) {
+		const struct rdmaps_piece *pc = &pl->pieces[k];
+		if (pc->ps != p)
+			continue;
+		size_t off = rdm_model_tensor(w->L.model, pc->tensor)->offset + pc->tensor_off;
+		memcpy(dst_shard + pc->shard_off, flat + off, pc->count * sizeof(float));
+	}
+}
+
+/* READ buffer `version` of shard p; re-check its version word with a fenced
+ * READ; on mismatch (lapped by a newer update) follow current_version. */
+static int pull(struct worker *w, int p, uint64_t version)
+{
+	struct wshard *sh = &w->s[p];
+	for (int tries = 0; tries < 1000; tries++) {
+		size_t off = buf_off(sh->n, version);
+		int rc = rt_read(sh->c, G_W_PARAMS_DST, 0, G_PS_PARAMS, off, buf_bytes(sh->n), 1, 0);
+		if (!rc)
+			rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, off, 8, 2, RT_F_SIGNALED | RT_F_FENCE);
+		if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "parameter read", p)))
+			return rc;
+		if (*sh->scratch == version) {
+			gather(w, p, (const float *)(sh->pdst + 64));
+			sh->held = version;
+			return 0;
+		}
+		/* torn or lapped: read the newest published version and retry */
+		rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, offsetof(struct rdmaps_params_hdr, current_version),
+			     8, 3, RT_F_SIGNALED);
+		if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "version read", p)))
+			return rc;
+		version = *sh->scratch;
+	}
+	fprintf(stderr, "worker: ps %d: parameters kept changing under 1000 reads\n", p);
+	return RDMAPS_E_AGAIN;
+}
+
+/* WRITE my slot image, wait for its completion, then FETCH_ADD ready_seq[me]. */
+static int push(struct worker *w, int p, uint32_t kind, uint64_t step, double loss)
+{
+	struct wshard *sh = &w->s[p];
+	struct rdmaps_slot_hdr *h = (struct rdmaps_slot_hdr *)sh->gsrc;
+	h->step = step;
+	h->seq = sh->seq + 1;
+	h->kind = kind;
+	h->worker = (uint32_t)w->me;
+	h->loss = loss;
+	int rc = rt_write(sh->c, G_W_GRAD_SRC, 0, G_PS_SLOT, 0, slot_bytes(sh->n), 4, RT_F_SIGNALED);
+	if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "gradient write", p)))
+		return rc;
+	rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)w->me * 8, 1, 5, RT_F_SIGNALED);
+	if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "counter fetch-add", p)))
+		return rc;
+	sh->seq++;
+	return 0;
+}
+
+static int read_state(struct worker *w, int p, uint64_t *state)
+{
+	struct wshard *sh = &w->s[p];
+	int rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, offsetof(struct rdmaps_params_hdr, state), 8, 6,
+			 RT_F_SIGNALED);
+	if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "state read", p)))
+		return rc;
+	*state = *sh->scratch;
+	return 0;
+}
+
+static int connect_all(struct worker *w)
+{
+	const struct rdmaps_job *j = w->j;
+	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = (uint32_t)w->me, .layout_hash = w->L.hash };
+	for (int p = 0; p < w->P; p++) {
+		struct wshard *sh = &w->s[p];
+		char host[256];
+		uint16_t port;
+		if (rdmaps_split_hostport(j->ps_hosts[p], host, sizeof(host), &port))
+			return RDMAPS_E_INVAL;
+		struct rt_grant g[5] = {
+			{ G_W_MAILBOX, sh->mbox, 64, RT_RIGHT_WRITE },
+			{ G_W_PARAMS_DST, sh->pdst, buf_bytes(sh->n), RT_RIGHT_NONE },
+			{ G_W_GRAD_SRC, sh->gsrc, slot_bytes(sh->n), RT_RIGHT_NONE },
+			{ G_W_ATOMIC, sh->atom, 64, RT_RIGHT_NONE },
+			{ G_W_SCRATCH, sh->scratch, 64, RT_RIGHT_NONE },
+		};
+		/* the ps may not be up yet: retry until --timeout */
+		double end = rdmaps_now() + j->timeout_s;
+		int rc;
+		for (;;) {
+			rc = rt_connect(w->ctx, host, port, &hello, g, 5, 5000, &sh->c);
+			if (!rc)
+				break;
+			if ((rc != RDMAPS_E_REFUSED && rc != RDMAPS_E_TIMEOUT && rc != RDMAPS_E_UNREACHABLE) ||
+			    rdmaps_now() > end) {
+				fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s\n", w->me, p, j->ps_hosts[p],
+					rdmaps_strerror(rc));
+				return rc;
+			}
+			usleep(200000);
+		}
+	}
+	return 0;
+}
+
+int rdmaps_worker_main(const struct rdmaps_job *j)
+{
+	struct worker w;
+	struct rdm_images train = { 0 }, val = { 0 };
+	struct rdm_batcher *bat = NULL;
+	char err[512], tag[32];
+	int rc, ret = 1;
+	FILE *mf = NULL;
+
+	memset(&w, 0, sizeof(w));
+	w.j = j;
+	w.P = j->nps;
+	w.me = j->task_index;
+	w.tmo_ms = (long)j->timeout_s * 1000;
+	snprintf(tag, sizeof(tag), "worker%d", w.me);
+	rdmaps_log_set_tag(tag);
+	if (rdm_mnist_load(j->data_dir, &train, &val, NULL, err, sizeof(err))) {
+		fprintf(stderr, "Worker %d: %s\n", w.me, err);
+		return 1;
+	}
+	if ((rc = rdmaps_layout_new(j, j->batch_size > 1000 ? j->batch_size : 1000, &w.L))) {
+		fprintf(stderr, "Worker %d: model set-up failed: %s\n", w.me, rdmaps_strerror(rc));
+		goto out_data;
+	}
+	if (j->metrics[0] && !(mf = fopen(j->metrics, "w"))) {
+		perror(j->metrics);
+		goto out_layout;
+	}
+	rdm_batcher_new(&train, j->seed * 1000003u + (uint64_t)w.me, &bat);
+	w.params = calloc(w.L.nparams, sizeof(float));
+	w.grad = calloc(w.L.nparams, sizeof(float));
+	w.s = calloc(w.P, sizeof(*w.s));
+	float *bx = malloc((size_t)j->batch_size * 784 * sizeof(float));
+	uint8_t *by = malloc((size_t)j->batch_size);
+	struct rt_ctx_cfg cc = { .kind = j->transport, .timeout_ms = (int)w.tmo_ms, .auth_token = j->token,
+				 .numa_node = -1 };
+	char host0[256];
+	uint16_t port0;
+	rdmaps_split_hostport(j->worker_hosts[w.me], host0, sizeof(host0), &port0);
+	cc.bind_host = host0;
+	if (!w.params || !w.grad || !w.s || !bx || !by || !bat) {
+		fprintf(stderr, "Worker %d: out of memory\n", w.me);
+		goto out_mem;
+	}
+	if ((rc = rt_ctx_new(&cc, &w.ctx))) {
+		fprintf(stderr, "Worker %d: transport: %s\n", w.me, rdmaps_strerror(rc));
+		goto out_mem;
+	}
+	for (int p = 0; p < w.P; p++) {
+		struct wshard *sh = &w.s[p];
+		sh->n = w.L.place.shard_count[p];
+		sh->mbox = rt_alloc(w.ctx, 64);
+		sh->pdst = rt_alloc(w.ctx, buf_bytes(sh->n));
+		sh->gsrc = rt_alloc(w.ctx, slot_bytes(sh->n));
+		sh->atom = rt_alloc(w.ctx, 64);
+		sh->scratch = rt_alloc(w.ctx, 64);
+		sh->held = UINT64_MAX;
+		if (!sh->mbox || !sh->pdst || !sh->gsrc || !sh->atom || !sh->scratch) {
+			fprintf(stderr, "Worker %d: out of registered memory\n", w.me);
+			goto out_ctx;
+		}
+	}
+	if (w.me == 0)
+		printf("Worker %d: Initializing session...\n", w.me);
+	else
+		printf("Worker %d: Waiting for session to be initialized...\n", w.me);
+	fflush(stdout);
+	if ((rc = connect_all(&w)))
+		goto out_ctx;
+	/* The chief initializes (seeded) every shard that is not ready yet by
+	 * writing the initial values into its own slot (kind INIT). */
+	if (w.me == 0) {
+		rdm_model_init(w.L.model, w.params, j->seed);
+		for (int p = 0; p < w.P; p++) {
+			uint64_t st;
+			if ((rc = read_state(&w, p, &st)))
+				goto out_conn;
+			if (st == PARAMS_STATE_READY)
+				continue;
+			scatter(&w, p, w.params, (float *)(w.s[p].gsrc + 64));
+			if ((rc = push(&w, p, SLOT_INIT, 0, 0)))
+				goto out_conn;
+		}
+	}
+	for (int p = 0; p < w.P; p++) {
+		double end = rdmaps_now() + j->timeout_s;
+		for (;;) {
+			uint64_t st;
+			if ((rc = read_state(&w, p, &st)))
+				goto out_conn;
+			if (st == PARAMS_STATE_READY)
+				break;
+			if (rdmaps_now() > end) {
+				fprintf(stderr, "Worker %d: ps %d not initialized by the chief within %d s\n", w.me, p,
+					j->timeout_s);
+				rc = RDMAPS_E_TIMEOUT;
+				goto out_conn;
+			}
+			usleep(100000);
+		}
+	}
+	printf("Worker %d: Session initialization complete.\n", w.me);
+	double t_begin = rdmaps_now();
+	printf("Training begins @ %f\n", t_begin);
+	fflush(stdout);
+
+	/* need[p]: the token I wait for on shard p = my pushes to it */
+	uint64_t *need = calloc(w.P, sizeof(uint64_t));
+	if (!need)
+		goto out_conn;
+	for (int p = 0; p < w.P; p++)
+		need[p] = w.s[p].seq;
+	long local_step = 0;
+	for (;;) {
+		double t0 = rdmaps_now();
+		/* (1) wait for my token on every shard I pushed to */
+		for (int p = 0; p < w.P; p++) {
+			unsigned spins = 0;
+			double end = rdmaps_now() + j->timeout_s;
+			while (MBOX_TOKEN(__atomic_load_n(w.s[p].mbox, __ATOMIC_ACQUIRE)) < need[p]) {
+				rdmaps_backoff(&spins);
+				if ((spins & 1023) == 0 && rdmaps_now() > end) {
+					fprintf(stderr, "Worker %d: no release from ps %d within %d s (barrier timeout)\n",
+						w.me, p, j->timeout_s);
+					rc = RDMAPS_E_TIMEOUT;
+					goto out_need;
+				}
+			}
+		}
+		double t1 = rdmaps_now();
+		/* (2) pull what changed */
+		for (int p = 0; p < w.P; p++) {
+			uint64_t mb = __atomic_load_n(w.s[p].mbox, __ATOMIC_ACQUIRE);
+			uint64_t v = MBOX_VERSION(mb);
+			if (w.s[p].held == UINT64_MAX || v != w.s[p].held)
+				if ((rc = pull(&w, p, v)))
+					goto out_need;
+		}
+		uint64_t gstep = w.s[0].held;
+		if ((long)gstep >= j->train_steps)
+			break;
+		double t2 = rdmaps_now();
+		/* (3) compute */
+		double loss = 0;
+		rdm_batcher_next(bat, j->batch_size, bx, by);
+		rdm_model_grad(w.L.model, w.params, bx, by, j->batch_size, w.grad, &loss);
+		double t3 = rdmaps_now();
+		/* (4) push */
+		for (int p = 0; p < w.P; p++) {
+			scatter(&w, p, w.grad, (float *)(w.s[p].gsrc + 64));
+			if ((rc = push(&w, p, SLOT_GRAD, w.s[p].held, loss)))
+				goto out_need;
+		}
+		for (int p = 0; p < w.P; p++)
+			need[p] = w.s[p].seq;
+		double t4 = rdmaps_now();
+		local_step++;
+		if (local_step % j->log_every == 0) {
+			printf("%f: Worker %d: training step %ld done (global step: %llu)\n", t4, w.me, local_step,
+			       (unsigned long long)gstep);
+			fflush(stdout);
+		}
+		if (mf)
+			fprintf(mf,
+				"{\"task\":%d,\"local_step\":%ld,\"global_step\":%llu,\"loss\":%.6g,\"wait_us\":%.1f,"
+				"\"pull_us\":%.1f,\"compute_us\":%.1f,\"push_us\":%.1f}\n",
+				w.me, local_step, (unsigned long long)gstep, loss, (t1 - t0) * 1e6, (t2 - t1) * 1e6,
+				(t3 - t2) * 1e6, (t4 - t3) * 1e6);
+	}
+	double t_end = rdmaps_now();
+	printf("Training ends @ %f\n", t_end);
+	printf("Training elapsed time: %f s\n", t_end - t_begin);
+	fflush(stdout);
+	for (int p = 0; p < w.P; p++) {
+		struct wshard *sh = &w.s[p];
+		rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)j->nworkers * 8, 1, 7,
+				  RT_F_SIGNALED);
+		if (rc || (rc = wait_comp(sh, 1, w.tmo_ms, "done fetch-add", p)))
+			goto out_need;
+	}
+	double vloss = 0;
+	int correct = 0;
+	rdm_model_eval(w.L.model, w.params, val.x, val.y, val.n, &vloss, &correct);
+	printf("After %ld training step(s), validation cross entropy = %g\n", j->train_steps, vloss);
+	fflush(stdout);
+	if (j->dump_params[0]) {
+		FILE *f = fopen(j->dump_params, "wb");
+		if (!f || fwrite(w.params, sizeof(float), w.L.nparams, f) != w.L.nparams) {
+			fprintf(stderr, "Worker %d: cannot write %s\n", w.me, j->dump_params);
+			if (f)
+				fclose(f);
+			goto out_need;
+		}
+		fclose(f);
+	}
+	ret = 0;
+out_need:
+	free(need);
+out_conn:
+	for (int p = 0; p < w.P; p++)
+		rt_conn_delete(&w.s[p].c);
+out_ctx:
+	for (int p = 0; p < w.P; p++) {
+		struct wshard *sh = &w.s[p];
+		if (sh->mbox) rt_free(w.ctx, sh->mbox, 64);
+		if (sh->pdst) rt_free(w.ctx, sh->pdst, buf_bytes(sh->n));
+		if (sh->gsrc) rt_free(w.ctx, sh->gsrc, slot_bytes(sh->n));
+		if (sh->atom) rt_free(w.ctx, sh->atom, 64);
+		if (sh->scratch) rt_free(w.ctx, sh->scratch, 64);
+	}
+	rt_ctx_delete(&w.ctx);
+out_mem:
+	free(w.s); free(w.params); free(w.grad); free(bx); free(by);
+	rdm_batcher_delete(&bat);
+	if (mf)
+		fclose(mf);
+out_layout:
+	rdmaps_layout_free(&w.L);
+out_data:
+	rdm_images_free(&train);
+	rdm_images_free(&val);
+	return ret;
+}
