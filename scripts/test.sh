@@ -18,6 +18,9 @@ if [ "${RDMAPS_SKIP_DEPS:-0}" != 1 ]; then
 	bash scripts/install-deps.sh
 fi
 
+echo "== data (scripts/fetch-data.sh data) [$(el)]"
+bash scripts/fetch-data.sh data || { echo "fetching MNIST failed"; echo "0 passed, 1 failed"; exit 1; }
+
 echo "== build ($bdir) [$(el)]"
 cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log"; echo "cmake failed"; echo "0 passed, 1 failed"; exit 1; }
 if ! cmake --build "$bdir" -j"$(nproc)" >"$tmp/build.log" 2>&1; then
