@@ -52,6 +52,15 @@ backup)
 	[ "$(grep -c 'dropped (stale)' "$out")" -eq 2 ] || fail "both ps shards must report their dropped count"
 	grep 'dropped (stale)' "$out"
 	;;
+equiv)
+	# (d) the sync path equals one process averaging the same two gradients
+	eq=$5; d1=${TMPDIR:-/tmp}/rdmaps-e2e-$$-w0.bin
+	timeout 300 "$bin" launch --ps=1 --workers=2 --sync_replicas --transport="$tr" \
+		--data_dir="$data" --train_steps=20 --seed=7 --log_every=10 --timeout=60 \
+		--dump_params="$d1" >"$out" 2>&1 || fail "launch exited non-zero"
+	timeout 120 "$eq" "$data" "$d1" 20 7 || { rm -f "$d1"; fail "sync result differs from the single-process reference"; }
+	rm -f "$d1"
+	;;
 cli)
 	expect2() {
 		"$bin" "$@" >"$out" 2>&1; rc=$?
