@@ -1,0 +1,423 @@
+/* Checkpoint save / restore / parse.  Format in docs/checkpoint.md. */
+#include "ps/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "common/status.h"
+
+#define CK_MAGIC "RDCK"
+#define CK_VERSION 1u
+#define CK_HDR_LEN 88u
+#define CK_MAX_FLOATS (UINT64_C(1) << 40)
+
+/* Header (little-endian):
+ *  0 "RDCK" 4 u32 version 8 u32 shard 12 u32 nshards 16 u64 layout_hash
+ * 24 u64 global_step 32 f64 beta1_power 40 f64 beta2_power 48 u64 nfloats
+ * 56 u32 flags (bit0 m present, bit1 v present) 60 u32 nsections (1..3)
+ * 64 u64 section_bytes (each section = nfloats*4 + 4-byte crc)
+ * 72 u32 params_crc 76 u32 reserved 0 80 u32 reserved 0 84 u32 header_crc
+ * (crc32 of bytes 0..83).  Then params, [m], [v], each followed by u32 crc. */
+
+static _Thread_local const char *last_reason = "";
+
+const char *rdmaps_ckpt_last_reason(void) { return last_reason; }
+
+static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+static uint64_t dbits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static double bitsd(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+
+static uint32_t crc(const void *p, size_t n)
+{
+	uLong c = crc32(0L, Z_NULL, 0);
+	const uint8_t *b = p;
+	while (n > 0) {
+		uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+		c = crc32(c, b, k);
+		b += k;
+		n -= k;
+	}
+	return (uint32_t)c;
+}
+
+/* Floats are stored little-endian; this host is little-endian (x86-64). */
+_Static_assert(sizeof(float) == 4, "float is 4 bytes");
+
+static int corrupt(const char *why)
+{
+	last_reason = why;
+	return RDMAPS_E_CORRUPT;
+}
+
+int rdmaps_ckpt_parse(const void *buf, size_t len, struct rdmaps_ckpt_meta *meta,
+		      const float **params, const float **m, const float **v)
+{
+	const uint8_t *b = buf;
+	if (!buf || len < CK_HDR_LEN)
+		return corrupt("truncated header");
+	if (memcmp(b, CK_MAGIC, 4) != 0)
+		return corrupt("bad magic");
+	if (get32(b + 84) != crc(b, 84))
+		return corrupt("header crc mismatch");
+	if (get32(b + 4) != CK_VERSION)
+		return corrupt("unsupported version");
+	uint32_t shard = get32(b + 8), nshards = get32(b + 12);
+	uint64_t nfloats = get64(b + 48);
+	uint32_t flags = get32(b + 56), nsec = get32(b + 60);
+	uint64_t secbytes = get64(b + 64);
+	if (nshards == 0 || shard >= nshards)
+		return corrupt("bad shard/nshards");
+	if (flags & ~3u || get32(b + 76) || get32(b + 80))
+		return corrupt("bad flags/reserved");
+	if (nsec != 1u + (flags & 1u) + ((flags >> 1) & 1u))
+		return corrupt("section count does not match flags");
+	if (nfloats == 0 || nfloats > CK_MAX_FLOATS || secbytes != nfloats * 4)
+		return corrupt("bad section length");
+	uint64_t body = (uint64_t)nsec * (secbytes + 4);
+	if ((uint64_t)(len - CK_HDR_LEN) < body)
+		return corrupt("truncated section");
+	if ((uint64_t)(len - CK_HDR_LEN) > body)
+		return corrupt("trailing bytes");
+	const uint8_t *sec[3] = { NULL, NULL, NULL };
+	const uint8_t *p = b + CK_HDR_LEN;
+	for (int i = 0; i < 3; i++) {
+		if (i > 0 && !(flags & (1u << (i - 1))))
+			continue;
+		uint32_t want = get32(p + secbytes);
+		if (crc(p, (size_t)secbytes) != want || (i == 0 && want != get32(b + 72)))
+			return corrupt(i == 0 ? "params crc mismatch" : i == 1 ? "m crc mismatch" : "v crc mismatch");
+		sec[i] = p;
+		p += secbytes + 4;
+	}
+	if (meta) {
+		meta->shard = shard;
+		meta->nshards = nshards;
+		meta->layout_hash = get64(b + 16);
+		meta->global_step = get64(b + 24);
+		meta->beta1_power = bitsd(get64(b + 32));
+		meta->beta2_power = bitsd(get64(b + 40));
+		meta->nfloats = nfloats;
+	}
+	if (params)
+		*params = (const float *)(const void *)sec[0];
+	if (m)
+		*m = (const float *)(const void *)sec[1];
+	if (v)
+		*v = (const float *)(const void *)sec[2];
+	return RDMAPS_OK;
+}
+
+static int write_all(int fd, const void *p, size_t n, const char *path)
+{
+	const uint8_t *b = p;
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			RDMAPS_ERR("checkpoint: write %s: %s", path, strerror(errno));
+			return RDMAPS_E_IO;
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+	return RDMAPS_OK;
+}
+
+/* Parse "shard-<s>-step-<g>.ckpt" exactly; 1 on match. */
+static int parse_name(const char *name, uint32_t *s, uint64_t *g)
+{
+	unsigned long long ss, gg;
+	int n = 0;
+	if (sscanf(name, "shard-%llu-step-%llu.ckpt%n", &ss, &gg, &n) != 2 || name[n] != '\0' ||
+	    name[6] < '0' || name[6] > '9' || ss > UINT32_MAX)
+		return 0;
+	*s = (uint32_t)ss;
+	*g = gg;
+	return 1;
+}
+
+struct ent { uint64_t step; char name[64]; };
+
+static int cmp_desc(const void *a, const void *b)
+{
+	uint64_t x = ((const struct ent *)a)->step, y = ((const struct ent *)b)->step;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* List this shard's *.ckpt files, newest step first.  *out malloc'd. */
+static int list_shard(const char *dir, uint32_t shard, struct ent **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? RDMAPS_CKPT_NONE : RDMAPS_E_IO;
+	size_t cap = 0;
+	struct ent *e = NULL;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		uint32_t s;
+		uint64_t g;
+		if (!parse_name(de->d_name, &s, &g) || s != shard || strlen(de->d_name) >= 64)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct ent *ne = realloc(e, cap * sizeof(*e));
+			if (!ne) {
+				free(e);
+				closedir(d);
+				return RDMAPS_E_NOMEM;
+			}
+			e = ne;
+		}
+		e[*n].step = g;
+		memcpy(e[*n].name, de->d_name, strlen(de->d_name) + 1);   /* < 64, checked above */
+		(*n)++;
+	}
+	closedir(d);
+	if (*n)
+		qsort(e, *n, sizeof(*e), cmp_desc);
+	*out = e;
+	return RDMAPS_OK;
+}
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (fd < 0 || fsync(fd) != 0) {
+		RDMAPS_ERR("checkpoint: fsync dir %s: %s", dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return RDMAPS_E_IO;
+	}
+	close(fd);
+	return RDMAPS_OK;
+}
+
+int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
+		     const float *params, const float *m, const float *v, int keep)
+{
+	if (!dir || !meta || !params || keep < 1 || meta->nfloats == 0 ||
+	    meta->nfloats > CK_MAX_FLOATS || meta->nshards == 0 || meta->shard >= meta->nshards) {
+		RDMAPS_ERR("checkpoint: save: bad argument");
+		return RDMAPS_E_INVAL;
+	}
+	size_t secbytes = (size_t)meta->nfloats * 4;
+	uint8_t h[CK_HDR_LEN];
+	memset(h, 0, sizeof(h));
+	memcpy(h, CK_MAGIC, 4);
+	put32(h + 4, CK_VERSION);
+	put32(h + 8, meta->shard);
+	put32(h + 12, meta->nshards);
+	put64(h + 16, meta->layout_hash);
+	put64(h + 24, meta->global_step);
+	put64(h + 32, dbits(meta->beta1_power));
+	put64(h + 40, dbits(meta->beta2_power));
+	put64(h + 48, meta->nfloats);
+	uint32_t flags = (m ? 1u : 0u) | (v ? 2u : 0u);
+	put32(h + 56, flags);
+	put32(h + 60, 1u + (m ? 1u : 0u) + (v ? 1u : 0u));
+	put64(h + 64, secbytes);
+	uint32_t pc = crc(params, secbytes);
+	put32(h + 72, pc);
+	put32(h + 84, crc(h, 84));
+
+	char path[4096], tmp[4096];
+	int n1 = snprintf(path, sizeof(path), "%s/shard-%" PRIu32 "-step-%" PRIu64 ".ckpt", dir,
+			  meta->shard, meta->global_step);
+	int n2 = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (n1 < 0 || n2 < 0 || (size_t)n2 >= sizeof(tmp)) {
+		RDMAPS_ERR("checkpoint: save: directory path too long");
+		return RDMAPS_E_INVAL;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		RDMAPS_ERR("checkpoint: open %s: %s", tmp, strerror(errno));
+		return RDMAPS_E_IO;
+	}
+	int rc = write_all(fd, h, sizeof(h), tmp);
+	const float *secs[3] = { params, m, v };
+	for (int i = 0; rc == RDMAPS_OK && i < 3; i++) {
+		if (!secs[i])
+			continue;
+		uint8_t c[4];
+		put32(c, i == 0 ? pc : crc(secs[i], secbytes));
+		rc = write_all(fd, secs[i], secbytes, tmp);
+		if (rc == RDMAPS_OK)
+			rc = write_all(fd, c, 4, tmp);
+	}
+	if (rc == RDMAPS_OK && fsync(fd) != 0) {
+		RDMAPS_ERR("checkpoint: fsync %s: %s", tmp, strerror(errno));
+		rc = RDMAPS_E_IO;
+	}
+	if (close(fd) != 0 && rc == RDMAPS_OK) {
+		RDMAPS_ERR("checkpoint: close %s: %s", tmp, strerror(errno));
+		rc = RDMAPS_E_IO;
+	}
+	if (rc == RDMAPS_OK && rename(tmp, path) != 0) {
+		RDMAPS_ERR("checkpoint: rename %s -> %s: %s", tmp, path, strerror(errno));
+		rc = RDMAPS_E_IO;
+	}
+	if (rc != RDMAPS_OK) {
+		unlink(tmp);
+		return rc;
+	}
+	rc = fsync_dir(dir);
+	if (rc != RDMAPS_OK)
+		return rc;
+
+	/* Prune: keep the newest `keep` of this shard. */
+	struct ent *e;
+	size_t n;
+	int lr = list_shard(dir, meta->shard, &e, &n);
+	if (lr == RDMAPS_OK) {
+		for (size_t i = (size_t)keep; i < n; i++) {
+			char old[4096];
+			snprintf(old, sizeof(old), "%s/%s", dir, e[i].name);
+			if (unlink(old) != 0)
+				RDMAPS_WARN("checkpoint: prune %s: %s", old, strerror(errno));
+		}
+		free(e);
+	} else {
+		RDMAPS_WARN("checkpoint: prune: cannot list %s", dir);
+	}
+	return RDMAPS_OK;
+}
+
+/* Read a whole file; RDMAPS_OK or RDMAPS_E_IO/NOMEM (reason in *why). */
+static int read_file(const char *path, uint8_t **buf, size_t *len, const char **why)
+{
+	*buf = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*why = strerror(errno);
+		return RDMAPS_E_IO;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		close(fd);
+		return RDMAPS_E_IO;
+	}
+	size_t n = (size_t)st.st_size, got = 0;
+	uint8_t *b = malloc(n ? n : 1);
+	if (!b) {
+		close(fd);
+		*why = "out of memory";
+		return RDMAPS_E_NOMEM;
+	}
+	while (got < n) {
+		ssize_t r = read(fd, b + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	*buf = b;
+	*len = got;
+	return RDMAPS_OK;
+}
+
+int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
+			uint64_t nfloats, struct rdmaps_ckpt_meta *meta, float *params,
+			float *m, float *v, char *path_out, size_t path_len)
+{
+	if (!dir || !meta || !params || nfloats == 0) {
+		RDMAPS_ERR("checkpoint: restore: bad argument");
+		return RDMAPS_E_INVAL;
+	}
+	struct ent *e;
+	size_t n;
+	int rc = list_shard(dir, shard, &e, &n);
+	if (rc == RDMAPS_CKPT_NONE)
+		return RDMAPS_CKPT_NONE;
+	if (rc == RDMAPS_E_IO) {
+		RDMAPS_ERR("checkpoint: opendir %s: %s", dir, strerror(errno));
+		return rc;
+	}
+	if (rc != RDMAPS_OK)
+		return rc;
+	rc = RDMAPS_CKPT_NONE;
+	for (size_t i = 0; i < n; i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", dir, e[i].name);
+		uint8_t *buf;
+		size_t len;
+		const char *why = "";
+		int r = read_file(path, &buf, &len, &why);
+		if (r == RDMAPS_E_NOMEM) {
+			rc = r;
+			break;
+		}
+		if (r != RDMAPS_OK) {
+			RDMAPS_WARN("checkpoint: skipping %s: %s", path, why);
+			continue;
+		}
+		struct rdmaps_ckpt_meta md;
+		const float *pp, *pm, *pv;
+		r = rdmaps_ckpt_parse(buf, len, &md, &pp, &pm, &pv);
+		if (r != RDMAPS_OK)
+			why = rdmaps_ckpt_last_reason();
+		else if (md.shard != shard)
+			why = "shard in header does not match", r = RDMAPS_E_CORRUPT;
+		else if (md.global_step != e[i].step)
+			why = "step in header does not match file name", r = RDMAPS_E_CORRUPT;
+		else if (md.layout_hash != layout_hash)
+			why = "layout hash mismatch (model changed?)", r = RDMAPS_E_CORRUPT;
+		else if (md.nfloats != nfloats)
+			why = "nfloats mismatch", r = RDMAPS_E_CORRUPT;
+		if (r != RDMAPS_OK) {
+			RDMAPS_WARN("checkpoint: skipping %s: %s", path, why);
+			free(buf);
+			continue;
+		}
+		size_t sb = (size_t)nfloats * 4;
+		memcpy(params, pp, sb);
+		if (m) {
+			if (pm)
+				memcpy(m, pm, sb);
+			else
+				memset(m, 0, sb);
+		}
+		if (v) {
+			if (pv)
+				memcpy(v, pv, sb);
+			else
+				memset(v, 0, sb);
+		}
+		*meta = md;
+		if (path_out && path_len)
+			snprintf(path_out, path_len, "%s", path);
+		free(buf);
+		rc = RDMAPS_OK;
+		break;
+	}
+	free(e);
+	return rc;
+}

@@ -1,0 +1,54 @@
+/* Parameter-shard checkpoints: one file per (shard, global step) in a log
+ * directory, written atomically (tmp + fsync + rename + dir fsync), CRC32
+ * over the header and every section.  Format: docs/checkpoint.md. */
+#ifndef RDMAPS_PS_CHECKPOINT_H
+#define RDMAPS_PS_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct rdmaps_ckpt_meta {
+	uint32_t shard;
+	uint32_t nshards;
+	uint64_t layout_hash;
+	uint64_t global_step;
+	double beta1_power, beta2_power;
+	uint64_t nfloats;
+};
+
+/* rdmaps_ckpt_restore found no valid checkpoint: start clean (not an error). */
+#define RDMAPS_CKPT_NONE 1
+
+/* Write params, m, v (each meta->nfloats; m and v may be NULL, stored absent)
+ * to DIR/shard-<s>-step-<gstep>.ckpt atomically, then keep the newest `keep`
+ * (>= 1) checkpoints of this shard and delete older ones.
+ * Returns RDMAPS_OK, RDMAPS_E_INVAL (bad argument), RDMAPS_E_NOMEM or
+ * RDMAPS_E_IO (logged with the path and errno). */
+int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
+		     const float *params, const float *m, const float *v, int keep);
+
+/* Restore the newest valid checkpoint of `shard` in DIR whose layout_hash and
+ * nfloats match.  Corrupt or mismatched files are logged (RDMAPS_WARN, name
+ * and reason) and skipped; *.tmp files are ignored.  Buffers are
+ * caller-allocated with nfloats floats; m / v may be NULL (not copied).  If
+ * the file has no m (v) section and m (v) is non-NULL, it is zero-filled.
+ * path_out (may be NULL) receives the file used.
+ * Returns RDMAPS_OK (outputs filled), RDMAPS_CKPT_NONE (no valid checkpoint
+ * or DIR missing: clean start), RDMAPS_E_INVAL, RDMAPS_E_NOMEM, RDMAPS_E_IO
+ * (DIR unreadable). */
+int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
+			uint64_t nfloats, struct rdmaps_ckpt_meta *meta, float *params,
+			float *m, float *v, char *path_out, size_t path_len);
+
+/* Parse and validate a checkpoint image in memory.  On RDMAPS_OK, *meta is
+ * filled and *params / *m / *v point into buf (NULL for an absent section);
+ * the pointers may be unaligned: copy with memcpy.  Any of the output
+ * pointers may be NULL.  Returns RDMAPS_OK or RDMAPS_E_CORRUPT (no log). */
+int rdmaps_ckpt_parse(const void *buf, size_t len, struct rdmaps_ckpt_meta *meta,
+		      const float **params, const float **m, const float **v);
+
+/* Reason text for the last RDMAPS_E_CORRUPT of rdmaps_ckpt_parse in this
+ * thread (e.g. "bad magic", "header crc"). */
+const char *rdmaps_ckpt_last_reason(void);
+
+#endif

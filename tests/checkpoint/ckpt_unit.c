@@ -1,0 +1,311 @@
+/* Checkpoint unit tests (cmocka).  argv[1] selects one test (ctest runs each
+ * by name); without an argument all run. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/status.h"
+#include "ps/checkpoint.h"
+
+#define NF 1000
+
+static char tdir[256];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tdir, sizeof(tdir), "%s/ckpt_unit.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	return mkdtemp(tdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	DIR *d = opendir(tdir);
+	struct dirent *de;
+	char p[600];
+	while (d && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", tdir, de->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	chmod(tdir, 0700);
+	rmdir(tdir);
+	return 0;
+}
+
+static struct rdmaps_ckpt_meta mk(uint64_t step)
+{
+	struct rdmaps_ckpt_meta md = { .shard = 1, .nshards = 2, .layout_hash = 0xabcdef1234ull,
+				       .global_step = step, .beta1_power = 0.9, .beta2_power = 0.999,
+				       .nfloats = NF };
+	return md;
+}
+
+static void fill(float *p, float base)
+{
+	for (int i = 0; i < NF; i++)
+		p[i] = base + (float)i * 0.5f;
+}
+
+static void save_step(uint64_t step, int keep)
+{
+	float p[NF], m[NF], v[NF];
+	fill(p, (float)step);
+	fill(m, (float)step + 1000);
+	fill(v, (float)step + 2000);
+	struct rdmaps_ckpt_meta md = mk(step);
+	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, m, v, keep), RDMAPS_OK);
+}
+
+static int restore(uint64_t *step, float *p)
+{
+	struct rdmaps_ckpt_meta md;
+	float m[NF], v[NF];
+	char path[600];
+	int rc = rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF, &md, p, m, v, path, sizeof(path));
+	if (rc == RDMAPS_OK) {
+		*step = md.global_step;
+		assert_int_equal(md.nfloats, NF);
+		assert_true(md.beta1_power == 0.9 && md.beta2_power == 0.999);
+		assert_true(m[3] == (float)md.global_step + 1000 + 1.5f);
+		assert_true(v[5] == (float)md.global_step + 2000 + 2.5f);
+		assert_non_null(strstr(path, "shard-1-step-"));
+	}
+	return rc;
+}
+
+static char *ckpt_path(uint64_t step)
+{
+	static char p[600];
+	snprintf(p, sizeof(p), "%s/shard-1-step-%llu.ckpt", tdir, (unsigned long long)step);
+	return p;
+}
+
+static int count_files(void)
+{
+	int n = 0;
+	DIR *d = opendir(tdir);
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void t_roundtrip(void **state)
+{
+	(void)state;
+	save_step(42, 5);
+	float p[NF];
+	uint64_t s = 0;
+	assert_int_equal(restore(&s, p), RDMAPS_OK);
+	assert_int_equal(s, 42);
+	for (int i = 0; i < NF; i++)
+		assert_true(p[i] == 42 + (float)i * 0.5f);
+}
+
+static void t_no_slots(void **state)
+{
+	(void)state;
+	float p[NF], m[NF], v[NF];
+	fill(p, 7);
+	struct rdmaps_ckpt_meta md = mk(7), out;
+	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, NULL, NULL, 5), RDMAPS_OK);
+	memset(m, 0xff, sizeof(m));
+	memset(v, 0xff, sizeof(v));
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, md.layout_hash, NF, &out, p, m, v, NULL, 0), RDMAPS_OK);
+	assert_true(m[10] == 0.0f && v[NF - 1] == 0.0f && p[2] == 8.0f);
+}
+
+static void t_prune(void **state)
+{
+	(void)state;
+	for (uint64_t s = 1; s <= 8; s++)
+		save_step(s * 100, 3);
+	assert_int_equal(count_files(), 3);
+	assert_int_equal(access(ckpt_path(800), F_OK), 0);
+	assert_int_equal(access(ckpt_path(600), F_OK), 0);
+	assert_int_not_equal(access(ckpt_path(500), F_OK), 0);
+	/* step 1000 sorts after 800 numerically, not lexically */
+	save_step(1000, 3);
+	assert_int_not_equal(access(ckpt_path(600), F_OK), 0);
+	assert_int_equal(access(ckpt_path(1000), F_OK), 0);
+}
+
+static void flip(const char *path, long off)
+{
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	fseek(f, off, SEEK_SET);
+	int c = fgetc(f);
+	fseek(f, off, SEEK_SET);
+	fputc(c ^ 0x10, f);
+	fclose(f);
+}
+
+static void t_corrupt_any_byte(void **state)
+{
+	(void)state;
+	save_step(10, 5);
+	save_step(20, 5);
+	struct stat st;
+	assert_int_equal(stat(ckpt_path(20), &st), 0);
+	float p[NF];
+	/* Every byte of the newest file, flipped in turn: the previous one is used. */
+	for (long off = 0; off < st.st_size; off += (off < 128 ? 1 : 97)) {
+		flip(ckpt_path(20), off);
+		uint64_t s = 0;
+		assert_int_equal(restore(&s, p), RDMAPS_OK);
+		assert_int_equal(s, 10);
+		flip(ckpt_path(20), off);
+	}
+	flip(ckpt_path(20), st.st_size - 1);
+	uint64_t s = 0;
+	assert_int_equal(restore(&s, p), RDMAPS_OK);
+	assert_int_equal(s, 10);
+	flip(ckpt_path(20), st.st_size - 1);
+	assert_int_equal(restore(&s, p), RDMAPS_OK);
+	assert_int_equal(s, 20);
+}
+
+static void t_truncated(void **state)
+{
+	(void)state;
+	save_step(10, 5);
+	save_step(20, 5);
+	struct stat st;
+	assert_int_equal(stat(ckpt_path(20), &st), 0);
+	long cuts[] = { 0, 3, 50, 88, 200, st.st_size - 1 };
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		assert_int_equal(truncate(ckpt_path(20), cuts[i]), 0);
+		float p[NF];
+		uint64_t s = 0;
+		assert_int_equal(restore(&s, p), RDMAPS_OK);
+		assert_int_equal(s, 10);
+	}
+}
+
+static void t_layout_hash(void **state)
+{
+	(void)state;
+	save_step(10, 5);
+	float p[NF];
+	struct rdmaps_ckpt_meta md = mk(20);
+	md.layout_hash = 0x999;
+	fill(p, 20);
+	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, p, p, 5), RDMAPS_OK);
+	uint64_t s = 0;
+	assert_int_equal(restore(&s, p), RDMAPS_OK);
+	assert_int_equal(s, 10);
+	/* wrong nfloats is skipped too */
+	struct rdmaps_ckpt_meta out;
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF - 1, &out, p, NULL, NULL, NULL, 0),
+			 RDMAPS_CKPT_NONE);
+}
+
+static void t_none_valid(void **state)
+{
+	(void)state;
+	float p[NF];
+	uint64_t s;
+	assert_int_equal(restore(&s, p), RDMAPS_CKPT_NONE);          /* empty dir */
+	save_step(5, 5);
+	flip(ckpt_path(5), 0);
+	assert_int_equal(restore(&s, p), RDMAPS_CKPT_NONE);          /* only corrupt */
+	struct rdmaps_ckpt_meta md;
+	assert_int_equal(rdmaps_ckpt_restore("/nonexistent/ckpt", 1, 1, NF, &md, p, NULL, NULL, NULL, 0),
+			 RDMAPS_CKPT_NONE);                           /* missing dir */
+	/* other shard's files are not ours */
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 0, 0xabcdef1234ull, NF, &md, p, NULL, NULL, NULL, 0),
+			 RDMAPS_CKPT_NONE);
+}
+
+static void t_tmp_ignored(void **state)
+{
+	(void)state;
+	save_step(10, 5);
+	save_step(30, 5);
+	char tmp[700];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", ckpt_path(30));
+	assert_int_equal(rename(ckpt_path(30), tmp), 0);   /* a complete but unrenamed tmp */
+	float p[NF];
+	uint64_t s = 0;
+	assert_int_equal(restore(&s, p), RDMAPS_OK);
+	assert_int_equal(s, 10);
+	/* the tmp is not counted or pruned by keep */
+	save_step(40, 1);
+	assert_int_equal(access(tmp, F_OK), 0);
+	assert_int_equal(count_files(), 2);
+}
+
+static void t_unwritable(void **state)
+{
+	(void)state;
+	float p[NF];
+	fill(p, 1);
+	struct rdmaps_ckpt_meta md = mk(1);
+	assert_int_equal(rdmaps_ckpt_save("/nonexistent/dir", &md, p, NULL, NULL, 5), RDMAPS_E_IO);
+	if (geteuid() != 0) {   /* root ignores mode bits */
+		chmod(tdir, 0500);
+		assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, NULL, NULL, 5), RDMAPS_E_IO);
+		chmod(tdir, 0700);
+	}
+	char file[600];
+	snprintf(file, sizeof(file), "%s/plainfile", tdir);
+	FILE *f = fopen(file, "w");
+	fclose(f);
+	assert_int_equal(rdmaps_ckpt_save(file, &md, p, NULL, NULL, 5), RDMAPS_E_IO);   /* ENOTDIR */
+	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, NULL, NULL, 0), RDMAPS_E_INVAL);
+}
+
+static void t_parse_garbage(void **state)
+{
+	(void)state;
+	uint8_t b[256];
+	memset(b, 0, sizeof(b));
+	memcpy(b, "RDCK", 4);
+	struct rdmaps_ckpt_meta md;
+	assert_int_equal(rdmaps_ckpt_parse(b, sizeof(b), &md, NULL, NULL, NULL), RDMAPS_E_CORRUPT);
+	assert_int_equal(rdmaps_ckpt_parse(b, 3, &md, NULL, NULL, NULL), RDMAPS_E_CORRUPT);
+	assert_int_equal(rdmaps_ckpt_parse(NULL, 0, &md, NULL, NULL, NULL), RDMAPS_E_CORRUPT);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest all[] = {
+		cmocka_unit_test_setup_teardown(t_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_no_slots, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_prune, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_corrupt_any_byte, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_truncated, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_layout_hash, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_none_valid, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_tmp_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_unwritable, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_parse_garbage, setup, teardown),
+	};
+	const char *names[] = { "roundtrip", "no_slots", "prune", "corrupt_any_byte", "truncated",
+				"layout_hash", "none_valid", "tmp_ignored", "unwritable", "parse_garbage" };
+	rdmaps_log_set_level(RDMAPS_LOG_WARN);
+	if (argc > 1) {
+		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+			if (strcmp(argv[1], names[i]) == 0)
+				return _cmocka_run_group_tests(names[i], &all[i], 1, NULL, NULL);
+		fprintf(stderr, "unknown test %s\n", argv[1]);
+		return 2;
+	}
+	return cmocka_run_group_tests(all, NULL, NULL);
+}
