@@ -2,7 +2,7 @@
 # End-to-end training runs through `rdmaps launch` (POSIX sh: also runs under
 # busybox inside the SoftRoCE VM).
 # usage: e2e.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
-#   CASE: sync | async | backup | cli
+#   CASE: sync | async | backup | lstm | cli
 # Exit 0 pass, 1 fail, 77 skipped (no data, or no RDMA device for rdma).
 bin=$1; tr=$2; data=$3; case=$4
 out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
@@ -60,6 +60,14 @@ equiv)
 		--dump_params="$d1" >"$out" 2>&1 || fail "launch exited non-zero"
 	timeout 120 "$eq" "$data" "$d1" 20 7 || { rm -f "$d1"; fail "sync result differs from the single-process reference"; }
 	rm -f "$d1"
+	;;
+lstm)
+	# The LSTM's initial prediction is near uniform: validation cross entropy
+	# about 5000 * ln(10) = 11513.  "Learns" = it falls by at least half.
+	timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --model=lstm --learning_rate=0.001 \
+		--transport="$tr" --data_dir="$data" --train_steps=100 --log_every=50 --timeout=120 >"$out" 2>&1 \
+		|| fail "launch exited non-zero"
+	check_ce 5756 2
 	;;
 cli)
 	expect2() {
