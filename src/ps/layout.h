@@ -53,6 +53,23 @@ static inline size_t slot_bytes(size_t nfloats) { return 64 + shard_pad(nfloats)
 /* COUNTERS: ready_seq[W], then done_count */
 static inline size_t counters_bytes(int nworkers) { return ((size_t)nworkers + 1) * 8; }
 
+/* The publication protocol of a parameter buffer (the seqlock half of the
+ * double buffering, docs/protocol.md Q4).  begin: mark buffer busy with the
+ * version about to be written; end: store the version and publish it in the
+ * header.  Readers accept a copy only if the buffer's version word, READ
+ * fenced after the payload, equals the version they asked for. */
+static inline void rdmaps_buf_begin(uint64_t *vw, uint64_t nv)
+{
+	__atomic_store_n(vw, RDMAPS_BUSY | nv, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+static inline void rdmaps_buf_end(uint64_t *vw, uint64_t *current_version, uint64_t nv)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(vw, nv, __ATOMIC_RELEASE);
+	__atomic_store_n(current_version, nv, __ATOMIC_RELEASE);
+}
+
 /* The model and its placement, computed identically by every task. */
 struct rdmaps_layout {
 	struct rdm_model *model;      /* owned */

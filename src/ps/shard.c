@@ -70,13 +70,10 @@ static void apply_and_publish(struct shard *s, const float *g1, const float *g2,
 {
 	uint64_t nv = s->version + 1;
 	uint64_t *vw = buf_version(s, nv);
-	__atomic_store_n(vw, RDMAPS_BUSY | nv, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	rdmaps_buf_begin(vw, nv);
 	rdm_opt_apply(&s->ocfg, &s->ost, buf_floats(s, nv), buf_floats(s, s->version), g1, g2,
 		      scale, s->n);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(vw, nv, __ATOMIC_RELEASE);
-	__atomic_store_n(&hdr(s)->current_version, nv, __ATOMIC_RELEASE);
+	rdmaps_buf_end(vw, &hdr(s)->current_version, nv);
 	s->version = nv;
 	s->updates++;
 }
