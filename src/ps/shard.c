@@ -59,10 +59,13 @@ static void release(struct shard *s, int i)
 	}
 	if (rc)
 		RDMAPS_WARN("release of worker %d failed: %s", i, rdmaps_strerror(rc));
-	while (rt_poll(s->conns[i], c, 8, 0) > 0) {
-		for (int k = 0; k < 8; k++)
-			;
-	}
+	/* reap: unsignaled writes complete only when they failed */
+	int got;
+	while ((got = rt_poll(s->conns[i], c, 8, 0)) > 0)
+		for (int k = 0; k < got; k++)
+			if (c[k].status)
+				RDMAPS_WARN("mailbox write to worker %d failed: %s", i,
+					    rdmaps_strerror(c[k].status));
 }
 
 /* Publish version G+1 = optimizer step from buffer G%2 into (G+1)%2. */
