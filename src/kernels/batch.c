@@ -1,5 +1,6 @@
 /* TF DataSet.next_batch semantics with a seeded xoshiro256** PRNG. */
 #include "kernels/data.h"
+#include "kernels/kernels.h"
 #include "common/status.h"
 
 #include <stdlib.h>
@@ -7,44 +8,22 @@
 
 struct rdm_batcher {
 	const struct rdm_images *d;
-	uint64_t s[4];      /* xoshiro256** state */
+	struct rdm_rng rng; /* xoshiro256** (kernels.h, shared with the initializers) */
 	uint32_t *perm;     /* current epoch's permutation */
 	int index;          /* position in perm (TF _index_in_epoch) */
 	int shuffled;       /* first shuffle done */
 	uint64_t epochs;    /* TF _epochs_completed */
 };
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t xoshiro(uint64_t *s)
-{
-	uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return r;
-}
-
 /* Uniform in [0, bound) without modulo bias (Lemire). */
-static uint32_t below(uint64_t *s, uint32_t bound)
+static uint32_t below(struct rdm_rng *r, uint32_t bound)
 {
-	uint64_t m = (xoshiro(s) >> 32) * bound;
+	uint64_t m = (rdm_rng_u64(r) >> 32) * bound;
 	uint32_t l = (uint32_t)m;
 	if (l < bound) {
 		uint32_t t = (uint32_t)(-bound) % bound;
 		while (l < t) {
-			m = (xoshiro(s) >> 32) * bound;
+			m = (rdm_rng_u64(r) >> 32) * bound;
 			l = (uint32_t)m;
 		}
 	}
@@ -59,7 +38,7 @@ static void reshuffle(struct rdm_batcher *b)
 	for (uint32_t i = 0; i < n; i++)
 		b->perm[i] = i;
 	for (uint32_t i = n - 1; i > 0; i--) {
-		uint32_t j = below(b->s, i + 1);
+		uint32_t j = below(&b->rng, i + 1);
 		uint32_t t = b->perm[i];
 		b->perm[i] = b->perm[j];
 		b->perm[j] = t;
@@ -82,9 +61,7 @@ int rdm_batcher_new(const struct rdm_images *d, uint64_t seed, struct rdm_batche
 		return RDMAPS_E_NOMEM;
 	}
 	p->d = d;
-	uint64_t x = seed;
-	for (int i = 0; i < 4; i++)
-		p->s[i] = splitmix64(&x);
+	rdm_rng_seed(&p->rng, seed);
 	*b = p;
 	return 0;
 }
