@@ -12,6 +12,7 @@
  * Usage: torn_read [tcp|rdma] [reads]; exit 77 when rdma has no device. */
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,10 @@
 
 static unsigned char *params;
 static volatile int stop;
+/* The writer publishes in bursts of 4 versions, then pauses: the bursts make
+ * reads race publications (mixed copies), the pauses let reads succeed even
+ * where a READ is slow (rxe under QEMU TCG takes milliseconds). */
+static long pause_us = 500;
 static struct rt_listener *lst;
 static struct rt_conn *srv;
 static struct rt_grant pg;
@@ -47,6 +52,8 @@ static void *writer(void *a)
 		for (size_t i = 0; i < NF; i++)
 			f[i] = (float)v;
 		rdmaps_buf_end(vw, &h->current_version, v);
+		if (v % 4 == 0)
+			usleep((useconds_t)pause_us);
 	}
 	return NULL;
 }
@@ -72,6 +79,8 @@ int main(int argc, char **argv)
 		return 2;
 	struct rt_ctx_cfg cc = { .kind = kind, .bind_host = "127.0.0.1", .numa_node = -1 };
 	const char *ra = getenv("RDMAPS_RDMA_ADDR");
+	if (kind == RT_RDMA)
+		pause_us = 20000;
 	if (kind == RT_RDMA && ra)
 		cc.bind_host = ra;
 	struct rt_ctx *cps = NULL, *cwk = NULL;
