@@ -140,6 +140,15 @@ static int serve(struct shard *s)
 		uint64_t done = __atomic_load_n(&s->counters[s->W], __ATOMIC_ACQUIRE);
 		if (done >= (uint64_t)s->W)
 			return 0;
+		/* A worker finishes only once shard 0 reached --train_steps: training
+		 * is over, and a partial aggregation here would never complete (with
+		 * backups, shards can stop one version apart).  Release its workers. */
+		if (done > 0 && s->npending) {
+			for (int k = 0; k < s->npending; k++)
+				release(s, s->pending[k]);
+			s->npending = 0;
+			s->count = 0;
+		}
 		for (int i = 0; i < s->W; i++) {
 			uint64_t r = __atomic_load_n(&s->counters[i], __ATOMIC_ACQUIRE);
 			if (r <= s->consumed[i])
