@@ -28,6 +28,10 @@ struct rdmaps_job {
 	int timeout_s;            /* every wait is bounded by this */
 	char token[RT_TOKEN_MAX + 1];
 	char dump_params[512];    /* hidden: write final params (raw floats) */
+	char logdir[512];         /* --logdir: ps checkpoints ("" = none) */
+	int save_model_secs;      /* --save_model_secs: 600; 0 = only at the end */
+	int barrier_timeout_s;    /* --barrier_timeout: name missing workers after this */
+	int recovery_timeout_s;   /* --recovery_timeout: a worker's reconnect window */
 };
 
 void rdmaps_job_defaults(struct rdmaps_job *j);

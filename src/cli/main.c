@@ -21,7 +21,8 @@ static void usage(FILE *f)
 		"training flags: --sync_replicas[=True|False] --replicas_to_aggregate=R --train_steps=200\n"
 		"  --batch_size=100 --learning_rate=0.01 --hidden_units=100 --model=mlp|lstm --data_dir=DIR\n"
 		"  --transport=auto|rdma|tcp --seed=S --log_every=N --metrics=FILE --timeout=SECS\n"
-		"  --auth_token_file=FILE --dump_params=FILE\n");
+		"  --auth_token_file=FILE --dump_params=FILE\n"
+		"reliability: --logdir=DIR --save_model_secs=600 --barrier_timeout=30 --recovery_timeout=60\n");
 }
 
 static int parse_int(const char *name, const char *s, long lo, long hi, long *out)
@@ -53,7 +54,7 @@ static int parse_float(const char *name, const char *s, double *out)
 enum {
 	O_JOB = 1000, O_TASK, O_PSH, O_WKH, O_SYNC, O_R, O_STEPS, O_BATCH, O_LR, O_HID, O_MODEL,
 	O_DATA, O_TRANSPORT, O_SEED, O_LOGEVERY, O_METRICS, O_TIMEOUT, O_PS, O_WORKERS, O_TOKEN,
-	O_DUMP, O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_ASYNC_DUMMY
+	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_ASYNC_DUMMY
 };
 
 static const struct option long_opts[] = {
@@ -78,6 +79,10 @@ static const struct option long_opts[] = {
 	{ "workers", required_argument, 0, O_WORKERS },
 	{ "auth_token_file", required_argument, 0, O_TOKEN },
 	{ "dump_params", required_argument, 0, O_DUMP },
+	{ "logdir", required_argument, 0, O_LOGDIR },
+	{ "save_model_secs", required_argument, 0, O_SAVESECS },
+	{ "barrier_timeout", required_argument, 0, O_BARRIER },
+	{ "recovery_timeout", required_argument, 0, O_RECOVERY },
 	{ "num_gpus", required_argument, 0, O_NUMGPUS },
 	{ "slurm_num_ps", required_argument, 0, O_SLURM_PS },
 	{ "port_base", required_argument, 0, O_PORTBASE },
@@ -158,6 +163,17 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		case O_METRICS: snprintf(j->metrics, sizeof(j->metrics), "%s", optarg); break;
 		case O_TIMEOUT: if (parse_int("timeout", optarg, 1, 86400, &v)) return 2; j->timeout_s = (int)v; break;
 		case O_DUMP: snprintf(j->dump_params, sizeof(j->dump_params), "%s", optarg); break;
+		case O_LOGDIR:
+			if (!*optarg || strlen(optarg) >= sizeof(j->logdir) - 64) {
+				fprintf(stderr, "rdmaps: --logdir='%s': expected a directory path (at most %zu bytes)\n",
+					optarg, sizeof(j->logdir) - 64);
+				return 2;
+			}
+			snprintf(j->logdir, sizeof(j->logdir), "%s", optarg);
+			break;
+		case O_SAVESECS: if (parse_int("save_model_secs", optarg, 0, 86400 * 365, &v)) return 2; j->save_model_secs = (int)v; break;
+		case O_BARRIER: if (parse_int("barrier_timeout", optarg, 1, 86400, &v)) return 2; j->barrier_timeout_s = (int)v; break;
+		case O_RECOVERY: if (parse_int("recovery_timeout", optarg, 1, 86400, &v)) return 2; j->recovery_timeout_s = (int)v; break;
 		case O_NUMGPUS: if (parse_int("num_gpus", optarg, 0, 1024, &v)) return 2; break; /* CPU only: accepted, ignored */
 		case O_SLURM_PS: if (parse_int("slurm_num_ps", optarg, 1, 4096, &v)) return 2; slurm_ps = (int)v; break;
 		case O_PORTBASE: if (parse_int("port_base", optarg, 1, 65535, &v)) return 2; port_base = v; break;

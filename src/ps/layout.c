@@ -19,6 +19,9 @@ void rdmaps_job_defaults(struct rdmaps_job *j)
 	j->seed = 1;
 	j->log_every = 1;
 	j->timeout_s = 120;
+	j->save_model_secs = 600;
+	j->barrier_timeout_s = 30;
+	j->recovery_timeout_s = 60;
 }
 
 int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_layout *l)

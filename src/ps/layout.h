@@ -25,8 +25,12 @@ struct rdmaps_params_hdr {
 	uint64_t state;           /* 0 = uninitialized, 1 = ready */
 	uint64_t current_version; /* newest published version (global step of this shard) */
 	uint64_t nfloats;
-	uint64_t pad[4];
+	/* bitmap of the workers (0..255) a sync aggregation is waiting for, set
+	 * by the ps once it waited --barrier_timeout, cleared at the next update;
+	 * workers READ it to name the missing ones */
+	uint64_t missing[4];
 };
+#define RDMAPS_MISSING_MAX 256
 #define PARAMS_STATE_READY 1
 
 /* SLOT region header (64 B), then the gradient floats. */
@@ -50,8 +54,10 @@ static inline size_t buf_bytes(size_t nfloats) { return 64 + shard_pad(nfloats) 
 static inline size_t buf_off(size_t nfloats, uint64_t version) { return 64 + (version & 1) * buf_bytes(nfloats); }
 static inline size_t params_bytes(size_t nfloats) { return 64 + 2 * buf_bytes(nfloats); }
 static inline size_t slot_bytes(size_t nfloats) { return 64 + shard_pad(nfloats) * sizeof(float); }
-/* COUNTERS: ready_seq[W], then done_count */
-static inline size_t counters_bytes(int nworkers) { return ((size_t)nworkers + 1) * 8; }
+/* COUNTERS: ready_seq[W], then done[W] (worker i adds 1 to done[i] when
+ * it finished; the ps tells a finished worker from one that died by it) */
+static inline size_t counters_bytes(int nworkers) { return 2 * (size_t)nworkers * 8; }
+static inline size_t counters_done_idx(int nworkers, int i) { return (size_t)nworkers + (size_t)i; }
 
 /* The publication protocol of a parameter buffer (the seqlock half of the
  * double buffering, docs/protocol.md Q4).  begin: mark buffer busy with the

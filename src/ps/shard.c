@@ -2,26 +2,43 @@
  *
  * Regions (ps/layout.h): PARAMS (READ for every worker, double-buffered by
  * version parity), one SLOT per worker (WRITE for that worker only),
- * COUNTERS (ATOMIC: ready_seq[W], done_count).  The ps CPU spins on its own
- * memory: a bump of ready_seq[i] means worker i's slot WRITE completed.
- * Sync: SyncReplicasOptimizer rules (stale gradients dropped, first R
- * averaged, one update, then release).  Async: every gradient applied. */
+ * COUNTERS (ATOMIC: ready_seq[W], done[W]).  The ps CPU spins
+ * on its own memory: a bump of ready_seq[i] means worker i's slot WRITE
+ * completed.  Sync: SyncReplicasOptimizer rules (stale gradients dropped,
+ * first R averaged, one update, then release).  Async: every gradient
+ * applied.
+ *
+ * Reliability (docs/failure-modes.md): the listener stays open while the
+ * ps serves, so a worker restarted with the same index replaces its dead
+ * connection and rejoins; broken connections are noticed by a periodic
+ * probe; a sync aggregation that waits longer than --barrier_timeout names
+ * the missing workers; with --logdir the shard is checkpointed every
+ * --save_model_secs and at the end, and restored at start. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cluster.h"
 #include "kernels/optim.h"
+#include "ps/checkpoint.h"
 #include "ps/layout.h"
+
+#define CKPT_KEEP 5          /* as TF's Saver max_to_keep */
+#define ACCEPT_EVERY 0.02    /* s between polls of the listener */
+#define PROBE_EVERY 0.5      /* s between liveness probes of idle connections */
 
 static volatile sig_atomic_t ps_stop;
 static void on_term(int sig) { (void)sig; ps_stop = 1; }
 
 struct shard {
 	const struct rdmaps_job *j;
+	const struct rdmaps_layout *L;
 	struct rt_ctx *ctx;
-	struct rt_conn **conns;     /* by worker index */
+	struct rt_listener *lst;
+	struct rt_conn **conns;     /* by worker index; NULL = not connected */
 	size_t n;                   /* floats in this shard */
 	uint8_t *params;            /* PARAMS region */
 	uint8_t **slots;            /* SLOT region per worker */
@@ -34,8 +51,16 @@ struct shard {
 	uint64_t version;           /* G */
 	uint64_t *consumed;         /* last seq seen per worker */
 	int *pending;               /* workers whose gradient is in acc */
+	uint8_t *ever;              /* worker has connected at least once */
+	uint8_t *gone;              /* its connection broke and was not replaced */
 	int npending, count, R, W;
 	uint64_t accepted, dropped, updates;
+	double agg_since;           /* start of the current sync aggregation wait */
+	double last_barrier_msg;
+	int missing_set;            /* hdr->missing holds a report */
+	double last_ckpt;
+	uint64_t saved_version;     /* UINT64_MAX = nothing saved by this run */
+	int ckpt_failed;
 };
 
 static struct rdmaps_params_hdr *hdr(struct shard *s) { return (struct rdmaps_params_hdr *)s->params; }
@@ -43,12 +68,28 @@ static uint64_t *buf_version(struct shard *s, uint64_t v) { return (uint64_t *)(
 static float *buf_floats(struct shard *s, uint64_t v) { return (float *)(s->params + buf_off(s->n, v) + 64); }
 static struct rdmaps_slot_hdr *slot_hdr(struct shard *s, int i) { return (struct rdmaps_slot_hdr *)s->slots[i]; }
 static float *slot_floats(struct shard *s, int i) { return (float *)(s->slots[i] + 64); }
+static uint64_t done_of(struct shard *s, int i)
+{
+	return __atomic_load_n(&s->counters[counters_done_idx(s->W, i)], __ATOMIC_ACQUIRE);
+}
+
+static int is_pending(const struct shard *s, int i)
+{
+	for (int k = 0; k < s->npending; k++)
+		if (s->pending[k] == i)
+			return 1;
+	return 0;
+}
 
 /* Tell worker i: released version G, token = its consumed seq.  One 8-byte
- * inline WRITE into its mailbox.  Unsignaled: an error still completes. */
+ * inline WRITE into its mailbox.  Unsignaled: an error still completes.
+ * A worker without a connection (gone, or not yet back) gets nothing: it
+ * learns version and token when it (re)connects. */
 static void release(struct shard *s, int i)
 {
 	struct rt_completion c[8];
+	if (!s->conns[i])
+		return;
 	s->mbox_src[i] = (s->version << 32) | (s->consumed[i] & 0xffffffffull);
 	int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, 0,
 			  RT_F_INLINE);
@@ -68,6 +109,15 @@ static void release(struct shard *s, int i)
 					    rdmaps_strerror(c[k].status));
 }
 
+static void clear_missing(struct shard *s)
+{
+	if (!s->missing_set)
+		return;
+	for (int k = 0; k < 4; k++)
+		__atomic_store_n(&hdr(s)->missing[k], 0, __ATOMIC_RELEASE);
+	s->missing_set = 0;
+}
+
 /* Publish version G+1 = optimizer step from buffer G%2 into (G+1)%2. */
 static void apply_and_publish(struct shard *s, const float *g1, const float *g2, float scale)
 {
@@ -79,6 +129,7 @@ static void apply_and_publish(struct shard *s, const float *g1, const float *g2,
 	rdmaps_buf_end(vw, &hdr(s)->current_version, nv);
 	s->version = nv;
 	s->updates++;
+	clear_missing(s);
 }
 
 static void on_grad(struct shard *s, int i)
@@ -115,6 +166,7 @@ static void on_grad(struct shard *s, int i)
 	for (int k = 0; k < s->npending; k++)
 		release(s, s->pending[k]);
 	s->npending = 0;
+	s->agg_since = rdmaps_now();
 }
 
 static void on_init(struct shard *s, int i)
@@ -124,21 +176,251 @@ static void on_init(struct shard *s, int i)
 		__atomic_store_n(buf_version(s, 0), 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&hdr(s)->current_version, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&hdr(s)->state, PARAMS_STATE_READY, __ATOMIC_RELEASE);
+		s->agg_since = rdmaps_now(); /* the first aggregation starts now */
 		printf("ps %d: parameters initialized by worker %d (%zu floats)\n", s->j->task_index, i, s->n);
 		fflush(stdout);
 	}
 	release(s, i);
 }
 
+/* ---- checkpoints ----------------------------------------------------- */
+
+static int mkdir_p(const char *dir)
+{
+	char p[600];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *c = p + 1;; c++) {
+		if (*c == '/' || !*c) {
+			char save = *c;
+			*c = 0;
+			if (mkdir(p, 0755) && errno != EEXIST)
+				return -1;
+			*c = save;
+			if (!save)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* Save params of the current version, m, v, beta powers, global step.
+ * Between two updates all of them belong to version G (one thread). */
+static void save_ckpt(struct shard *s)
+{
+	const struct rdmaps_job *j = s->j;
+	struct rdmaps_ckpt_meta meta = { .shard = (uint32_t)j->task_index, .nshards = (uint32_t)j->nps,
+					 .layout_hash = s->L->hash, .global_step = s->version,
+					 .beta1_power = s->ost.beta1_power, .beta2_power = s->ost.beta2_power,
+					 .nfloats = s->n };
+	s->last_ckpt = rdmaps_now();
+	if (hdr(s)->state != PARAMS_STATE_READY || s->version == s->saved_version)
+		return;
+	int rc = rdmaps_ckpt_save(j->logdir, &meta, buf_floats(s, s->version), s->m, s->v, CKPT_KEEP);
+	if (rc) {
+		fprintf(stderr, "ps %d: saving checkpoint of global step %llu in %s failed: %s\n", j->task_index,
+			(unsigned long long)s->version, j->logdir, rdmaps_strerror(rc));
+		s->ckpt_failed = 1;
+		return;
+	}
+	s->saved_version = s->version;
+	printf("ps %d: saved checkpoint %s/shard-%d-step-%llu.ckpt (global step %llu)\n", j->task_index, j->logdir,
+	       j->task_index, (unsigned long long)s->version, (unsigned long long)s->version);
+	fflush(stdout);
+}
+
+/* Returns 0 (restored or clean start) or 1 (logdir unusable: exit). */
+static int restore_ckpt(struct shard *s)
+{
+	const struct rdmaps_job *j = s->j;
+	struct rdmaps_ckpt_meta meta;
+	char path[1024];
+	if (mkdir_p(j->logdir)) {
+		fprintf(stderr, "ps %d: --logdir=%s: cannot create it: %s\n", j->task_index, j->logdir,
+			strerror(errno));
+		return 1;
+	}
+	/* into the accumulator (scratch): the target buffer depends on the step */
+	int rc = rdmaps_ckpt_restore(j->logdir, (uint32_t)j->task_index, s->L->hash, s->n, &meta, s->acc, s->m,
+				     s->v, path, sizeof(path));
+	if (rc == RDMAPS_CKPT_NONE) {
+		printf("ps %d: no valid checkpoint of shard %d in %s: starting clean\n", j->task_index,
+		       j->task_index, j->logdir);
+		fflush(stdout);
+		return 0;
+	}
+	if (rc) {
+		fprintf(stderr, "ps %d: cannot restore from --logdir=%s: %s\n", j->task_index, j->logdir,
+			rdmaps_strerror(rc));
+		return 1;
+	}
+	uint64_t g = meta.global_step;
+	memcpy(buf_floats(s, g), s->acc, s->n * sizeof(float));
+	/* the other buffer must never match a reader asking for an old
+	 * version (e.g. 0 from a fresh mailbox): mark it busy */
+	__atomic_store_n(buf_version(s, g + 1), RDMAPS_BUSY, __ATOMIC_RELEASE);
+	__atomic_store_n(buf_version(s, g), g, __ATOMIC_RELEASE);
+	__atomic_store_n(&hdr(s)->current_version, g, __ATOMIC_RELEASE);
+	__atomic_store_n(&hdr(s)->state, PARAMS_STATE_READY, __ATOMIC_RELEASE);
+	s->ost.beta1_power = meta.beta1_power;
+	s->ost.beta2_power = meta.beta2_power;
+	s->version = g;
+	s->saved_version = g;
+	printf("ps %d: restored checkpoint %s (global step %llu)\n", j->task_index, path, (unsigned long long)g);
+	fflush(stdout);
+	return 0;
+}
+
+/* ---- connections ----------------------------------------------------- */
+
+static void drop_conn(struct shard *s, int i, const char *why)
+{
+	rt_conn_delete(&s->conns[i]);
+	s->gone[i] = 1;
+	if (done_of(s, i))
+		printf("ps %d: worker %d finished and disconnected\n", s->j->task_index, i);
+	else
+		printf("ps %d: lost worker %d (%s); it may rejoin with the same task index\n", s->j->task_index, i,
+		       why);
+	fflush(stdout);
+}
+
+/* Poll the listener once (no wait).  Returns 1 when a worker connected. */
+static int accept_some(struct shard *s, int tmo_ms)
+{
+	const struct rdmaps_job *j = s->j;
+	struct rt_request *req = NULL;
+	int rc = rt_accept(s->lst, tmo_ms, &req);
+	if (rc == RDMAPS_E_TIMEOUT)
+		return 0;
+	if (rc) {
+		fprintf(stderr, "ps %d: accept: %s\n", j->task_index, rdmaps_strerror(rc));
+		return 0;
+	}
+	const struct rt_hello *hi = rt_request_hello(req);
+	if (hi->role != RDMAPS_ROLE_WORKER || hi->index >= (uint32_t)s->W || hi->layout_hash != s->L->hash) {
+		fprintf(stderr, "ps %d: refused a connection (role %u, index %u%s)\n", j->task_index, hi->role,
+			hi->index, hi->layout_hash != s->L->hash ? ", model/placement/flags mismatch" : "");
+		rt_reject(&req);
+		return 0;
+	}
+	int i = (int)hi->index;
+	int rejoin = s->ever[i];
+	/* The newest connection of an index wins: a restarted worker replaces
+	 * its predecessor's (dead or about to be) connection. */
+	if (s->conns[i]) {
+		printf("ps %d: worker %d connected again: dropping its previous connection\n", j->task_index, i);
+		rt_conn_delete(&s->conns[i]);
+	}
+	struct rt_grant g[4] = {
+		{ G_PS_PARAMS, s->params, params_bytes(s->n), RT_RIGHT_READ },
+		{ G_PS_SLOT, s->slots[i], slot_bytes(s->n), RT_RIGHT_WRITE },
+		{ G_PS_COUNTERS, s->counters, counters_bytes(s->W), RT_RIGHT_ATOMIC },
+		{ G_PS_MBOX_SRC, s->mbox_src, (size_t)s->W * 8, RT_RIGHT_NONE },
+	};
+	if ((rc = rt_accept_grant(&req, g, 4, &s->conns[i]))) {
+		fprintf(stderr, "ps %d: connection of worker %d failed: %s\n", j->task_index, i, rdmaps_strerror(rc));
+		return 0;
+	}
+	s->ever[i] = 1;
+	s->gone[i] = 0;
+	if (rejoin) {
+		printf("ps %d: worker %d rejoined (global step %llu, its push count %llu)\n", j->task_index, i,
+		       (unsigned long long)s->version,
+		       (unsigned long long)__atomic_load_n(&s->counters[i], __ATOMIC_ACQUIRE));
+		fflush(stdout);
+	}
+	/* Welcome release: version and token, unless its last gradient waits
+	 * in the accumulator (then it is released with that update). */
+	if (!is_pending(s, i))
+		release(s, i);
+	return 1;
+}
+
+/* A broken connection shows as a negative rt_poll (RDMAPS_E_PEER_GONE). */
+static void probe_conns(struct shard *s)
+{
+	struct rt_completion c[8];
+	for (int i = 0; i < s->W; i++) {
+		if (!s->conns[i])
+			continue;
+		int got = rt_poll(s->conns[i], c, 8, 1), err = got < 0 ? got : 0;
+		for (int k = 0; k < got; k++)
+			if (c[k].status && !err)
+				err = c[k].status; /* a failed release: the connection is broken */
+		if (err)
+			drop_conn(s, i, rdmaps_strerror(err));
+	}
+}
+
+/* Training is over for this shard when every worker finished or left, and
+ * at least one finished (a worker that died is not waited for then). */
+static int all_finished(struct shard *s)
+{
+	int ndone = 0;
+	for (int i = 0; i < s->W; i++) {
+		uint64_t d = done_of(s, i);
+		if (!d && !s->gone[i])
+			return 0;
+		ndone += d != 0;
+	}
+	return ndone > 0;
+}
+
+static void print_missing(struct shard *s, FILE *f, int sync_view)
+{
+	for (int i = 0; i < s->W; i++) {
+		if (done_of(s, i))
+			continue;
+		if (sync_view && is_pending(s, i))
+			continue;
+		if (!sync_view && __atomic_load_n(&s->counters[i], __ATOMIC_ACQUIRE) > s->consumed[i])
+			continue;
+		fprintf(f, " worker %d%s", i, !s->conns[i] ? (s->ever[i] ? " (disconnected)" : " (never connected)") : "");
+	}
+}
+
+/* A sync aggregation waited --barrier_timeout: name the workers whose
+ * gradient it lacks, on stderr and in hdr->missing for the workers. */
+static void barrier_report(struct shard *s, double waited)
+{
+	uint64_t mask[4] = { 0 };
+	fprintf(stderr, "ps %d: barrier timeout: the aggregation for global step %llu has waited %.0f s with %d of %d gradients; missing:",
+		s->j->task_index, (unsigned long long)s->version, waited, s->count, s->R);
+	print_missing(s, stderr, 1);
+	fprintf(stderr, "\n");
+	for (int i = 0; i < s->W && i < RDMAPS_MISSING_MAX; i++)
+		if (!done_of(s, i) && !is_pending(s, i))
+			mask[i / 64] |= 1ull << (i % 64);
+	for (int k = 0; k < 4; k++)
+		__atomic_store_n(&hdr(s)->missing[k], mask[k], __ATOMIC_RELEASE);
+	s->missing_set = 1;
+}
+
+/* Returns 0 (finished or stopped) or 1 (gave up after --timeout without progress). */
 static int serve(struct shard *s)
 {
+	const struct rdmaps_job *j = s->j;
 	unsigned spins = 0;
-	double last_progress = rdmaps_now();
+	double now = rdmaps_now();
+	double last_progress = now, last_accept = 0, last_probe = now;
 
+	s->agg_since = now;
+	s->last_barrier_msg = now;
+	s->last_ckpt = now;
 	while (!ps_stop) {
 		int any = 0;
-		uint64_t done = __atomic_load_n(&s->counters[s->W], __ATOMIC_ACQUIRE);
-		if (done >= (uint64_t)s->W)
+		now = rdmaps_now();
+		if (now - last_accept >= ACCEPT_EVERY) {
+			last_accept = now;
+			if (accept_some(s, 0)) {
+				any = 1;
+				now = rdmaps_now();
+			}
+		}
+		int done = 0;
+		for (int i = 0; i < s->W; i++)
+			done += done_of(s, i) != 0;
+		if (done && all_finished(s))
 			return 0;
 		/* A worker finishes only once shard 0 reached --train_steps: training
 		 * is over, and a partial aggregation here would never complete (with
@@ -167,20 +449,29 @@ static int serve(struct shard *s)
 				release(s, i);
 			}
 		}
+		if (j->logdir[0] && j->save_model_secs > 0 && now - s->last_ckpt >= j->save_model_secs)
+			save_ckpt(s);
 		if (any) {
 			spins = 0;
-			last_progress = rdmaps_now();
-		} else {
-			rdmaps_backoff(&spins);
-			if (rdmaps_now() - last_progress > s->j->timeout_s) {
-				fprintf(stderr, "ps %d: no gradient for %d s; still waiting for:", s->j->task_index,
-					s->j->timeout_s);
-				for (int i = 0; i < s->W; i++)
-					if (s->counters[i] <= s->consumed[i])
-						fprintf(stderr, " worker %d", i);
-				fprintf(stderr, "\n");
-				last_progress = rdmaps_now();
-			}
+			last_progress = now;
+			continue;
+		}
+		rdmaps_backoff(&spins);
+		if (now - last_probe >= PROBE_EVERY) {
+			last_probe = now;
+			probe_conns(s);
+		}
+		if (j->sync && !done && hdr(s)->state == PARAMS_STATE_READY && now - s->agg_since >= j->barrier_timeout_s &&
+		    now - s->last_barrier_msg >= j->barrier_timeout_s) {
+			s->last_barrier_msg = now;
+			barrier_report(s, now - s->agg_since);
+		}
+		if (now - last_progress > j->timeout_s) {
+			fprintf(stderr, "ps %d: giving up: no gradient and no connection for %d s (--timeout); waiting for:",
+				j->task_index, j->timeout_s);
+			print_missing(s, stderr, 0);
+			fprintf(stderr, "\n");
+			return 1;
 		}
 	}
 	return 0;
@@ -193,12 +484,13 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	char host[256];
 	uint16_t port;
 	int rc, ret = 1;
-	struct rt_listener *lst = NULL;
 
 	memset(&s, 0, sizeof(s));
 	s.j = j;
+	s.L = &L;
 	s.W = j->nworkers;
 	s.R = job_replicas(j);
+	s.saved_version = UINT64_MAX;
 	rdmaps_log_set_tag("ps");
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
@@ -230,9 +522,6 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 		fprintf(stderr, "ps %d: transport: %s\n", j->task_index, rdmaps_strerror(rc));
 		goto err_layout;
 	}
-	printf("ps %d: transport %s, listening on %s:%u\n", j->task_index, rt_kind_name(rt_ctx_kind(s.ctx)),
-	       host, port);
-	fflush(stdout);
 	s.params = rt_alloc(s.ctx, params_bytes(s.n));
 	s.counters = rt_alloc(s.ctx, counters_bytes(s.W));
 	s.mbox_src = rt_alloc(s.ctx, (size_t)s.W * 8);
@@ -240,11 +529,13 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.conns = calloc(s.W, sizeof(*s.conns));
 	s.consumed = calloc(s.W, sizeof(*s.consumed));
 	s.pending = calloc(s.W + 1, sizeof(*s.pending));
+	s.ever = calloc(s.W, 1);
+	s.gone = calloc(s.W, 1);
 	s.acc = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.m = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.v = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.consumed || !s.pending ||
-	    !s.acc || !s.m || !s.v) {
+	    !s.ever || !s.gone || !s.acc || !s.m || !s.v) {
 		fprintf(stderr, "ps %d: out of memory\n", j->task_index);
 		goto err_mem;
 	}
@@ -255,66 +546,31 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	hdr(&s)->nfloats = s.n;
 	rdm_opt_defaults(&s.ocfg, RDM_OPT_ADAM, j->learning_rate);
 	rdm_opt_state_init(&s.ost, &s.ocfg, s.m, s.v, s.n);
+	if (j->logdir[0] && restore_ckpt(&s))
+		goto err_mem;
 
-	if ((rc = rt_listen(s.ctx, host, port, &lst))) {
+	if ((rc = rt_listen(s.ctx, host, port, &s.lst))) {
 		fprintf(stderr, "ps %d: cannot listen on %s:%u: %s\n", j->task_index, host, port, rdmaps_strerror(rc));
 		goto err_mem;
 	}
-	/* Accept one connection per worker, bounded by --timeout overall. */
-	double deadline = rdmaps_now() + j->timeout_s;
-	int nconn = 0;
-	while (nconn < s.W && !ps_stop) {
-		struct rt_request *req = NULL;
-		int left = (int)((deadline - rdmaps_now()) * 1000);
-		if (left <= 0) {
-			fprintf(stderr, "ps %d: timed out after %d s waiting for workers; missing:", j->task_index,
-				j->timeout_s);
-			for (int i = 0; i < s.W; i++)
-				if (!s.conns[i])
-					fprintf(stderr, " worker %d", i);
-			fprintf(stderr, "\n");
-			goto err_conns;
-		}
-		rc = rt_accept(lst, left < 1000 ? left : 1000, &req);
-		if (rc == RDMAPS_E_TIMEOUT)
-			continue;
-		if (rc) {
-			fprintf(stderr, "ps %d: accept: %s\n", j->task_index, rdmaps_strerror(rc));
-			continue;
-		}
-		const struct rt_hello *hi = rt_request_hello(req);
-		if (hi->role != RDMAPS_ROLE_WORKER || hi->index >= (uint32_t)s.W || s.conns[hi->index] ||
-		    hi->layout_hash != L.hash) {
-			fprintf(stderr, "ps %d: refused a connection (role %u, index %u%s)\n", j->task_index, hi->role,
-				hi->index, hi->layout_hash != L.hash ? ", model/placement/flags mismatch" : "");
-			rt_reject(&req);
-			continue;
-		}
-		int i = (int)hi->index;
-		struct rt_grant g[4] = {
-			{ G_PS_PARAMS, s.params, params_bytes(s.n), RT_RIGHT_READ },
-			{ G_PS_SLOT, s.slots[i], slot_bytes(s.n), RT_RIGHT_WRITE },
-			{ G_PS_COUNTERS, s.counters, counters_bytes(s.W), RT_RIGHT_ATOMIC },
-			{ G_PS_MBOX_SRC, s.mbox_src, (size_t)s.W * 8, RT_RIGHT_NONE },
-		};
-		if ((rc = rt_accept_grant(&req, g, 4, &s.conns[i]))) {
-			fprintf(stderr, "ps %d: connection of worker %d failed: %s\n", j->task_index, i,
-				rdmaps_strerror(rc));
-			continue;
-		}
-		nconn++;
-	}
+	printf("ps %d: transport %s, listening on %s:%u\n", j->task_index, rt_kind_name(rt_ctx_kind(s.ctx)),
+	       host, port);
+	fflush(stdout);
 	double t0 = rdmaps_now();
-	serve(&s);
+	int gave_up = serve(&s);
+	if (j->logdir[0])
+		save_ckpt(&s);
+	for (int i = 0; i < s.W; i++)
+		if (s.ever[i] && !done_of(&s, i) && !gave_up && !ps_stop)
+			printf("ps %d: worker %d left without finishing\n", j->task_index, i);
 	printf("ps %d: done after %.3f s: global step %llu, %llu updates, %llu gradients accepted, %llu dropped (stale)\n",
 	       j->task_index, rdmaps_now() - t0, (unsigned long long)s.version, (unsigned long long)s.updates,
 	       (unsigned long long)s.accepted, (unsigned long long)s.dropped);
 	fflush(stdout);
-	ret = 0;
-err_conns:
+	ret = gave_up || s.ckpt_failed ? 1 : 0;
 	for (int i = 0; i < s.W; i++)
 		rt_conn_delete(&s.conns[i]);
-	rt_listener_delete(&lst);
+	rt_listener_delete(&s.lst);
 err_mem:
 	if (s.slots)
 		for (int i = 0; i < s.W; i++)
@@ -324,6 +580,7 @@ err_mem:
 	if (s.counters) rt_free(s.ctx, s.counters, counters_bytes(s.W));
 	if (s.mbox_src) rt_free(s.ctx, s.mbox_src, (size_t)s.W * 8);
 	free(s.slots); free(s.conns); free(s.consumed); free(s.pending);
+	free(s.ever); free(s.gone);
 	free(s.acc); free(s.m); free(s.v);
 	rt_ctx_delete(&s.ctx);
 err_layout:

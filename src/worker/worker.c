@@ -144,37 +144,177 @@ static int read_state(struct worker *w, int p, uint64_t *state)
 	return 0;
 }
 
-static int connect_all(struct worker *w)
+/* Connect to ps p, retrying until `secs` have passed, then learn my push
+ * count there: FETCH_ADD 0 on ready_seq[me].  Push numbering continues from
+ * it, so a restarted worker (or a restarted ps, whose counters start at 0)
+ * needs no other agreement (docs/protocol.md Q8).  The mailbox is zeroed
+ * first: only the new connection's releases count. */
+static int connect_one(struct worker *w, int p, int secs)
 {
 	const struct rdmaps_job *j = w->j;
+	struct wshard *sh = &w->s[p];
 	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = (uint32_t)w->me, .layout_hash = w->L.hash };
+	char host[256];
+	uint16_t port;
+	if (rdmaps_split_hostport(j->ps_hosts[p], host, sizeof(host), &port))
+		return RDMAPS_E_INVAL;
+	struct rt_grant g[5] = {
+		{ G_W_MAILBOX, sh->mbox, 64, RT_RIGHT_WRITE },
+		{ G_W_PARAMS_DST, sh->pdst, buf_bytes(sh->n), RT_RIGHT_NONE },
+		{ G_W_GRAD_SRC, sh->gsrc, slot_bytes(sh->n), RT_RIGHT_NONE },
+		{ G_W_ATOMIC, sh->atom, 64, RT_RIGHT_NONE },
+		{ G_W_SCRATCH, sh->scratch, 64, RT_RIGHT_NONE },
+	};
+	__atomic_store_n(sh->mbox, 0, __ATOMIC_RELEASE);
+	/* the ps may not be up (yet, or again): retry until the deadline */
+	double end = rdmaps_now() + secs;
+	int rc;
+	for (;;) {
+		rc = rt_connect(w->ctx, host, port, &hello, g, 5, 5000, &sh->c);
+		if (!rc)
+			break;
+		if ((rc != RDMAPS_E_REFUSED && rc != RDMAPS_E_TIMEOUT && rc != RDMAPS_E_UNREACHABLE &&
+		     rc != RDMAPS_E_PEER_GONE) || rdmaps_now() > end) {
+			fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s\n", w->me, p, j->ps_hosts[p],
+				rdmaps_strerror(rc));
+			return rc;
+		}
+		usleep(200000);
+	}
+	rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)w->me * 8, 0, 8, RT_F_SIGNALED);
+	if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "push count read", p)))
+		return rc;
+	sh->seq = *sh->atom;
+	sh->held = UINT64_MAX;
+	return 0;
+}
+
+static int connect_all(struct worker *w)
+{
 	for (int p = 0; p < w->P; p++) {
-		struct wshard *sh = &w->s[p];
-		char host[256];
-		uint16_t port;
-		if (rdmaps_split_hostport(j->ps_hosts[p], host, sizeof(host), &port))
-			return RDMAPS_E_INVAL;
-		struct rt_grant g[5] = {
-			{ G_W_MAILBOX, sh->mbox, 64, RT_RIGHT_WRITE },
-			{ G_W_PARAMS_DST, sh->pdst, buf_bytes(sh->n), RT_RIGHT_NONE },
-			{ G_W_GRAD_SRC, sh->gsrc, slot_bytes(sh->n), RT_RIGHT_NONE },
-			{ G_W_ATOMIC, sh->atom, 64, RT_RIGHT_NONE },
-			{ G_W_SCRATCH, sh->scratch, 64, RT_RIGHT_NONE },
-		};
-		/* the ps may not be up yet: retry until --timeout */
-		double end = rdmaps_now() + j->timeout_s;
-		int rc;
-		for (;;) {
-			rc = rt_connect(w->ctx, host, port, &hello, g, 5, 5000, &sh->c);
-			if (!rc)
-				break;
-			if ((rc != RDMAPS_E_REFUSED && rc != RDMAPS_E_TIMEOUT && rc != RDMAPS_E_UNREACHABLE) ||
-			    rdmaps_now() > end) {
-				fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s\n", w->me, p, j->ps_hosts[p],
-					rdmaps_strerror(rc));
-				return rc;
-			}
-			usleep(200000);
+		int rc = connect_one(w, p, w->j->timeout_s);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Errors after which reconnecting may help: the ps died or hangs. */
+static int recoverable(int rc)
+{
+	return rc == RDMAPS_E_PEER_GONE || rc == RDMAPS_E_TIMEOUT || rc == RDMAPS_E_IO || rc == RDMAPS_E_PROTO;
+}
+
+/* Wait until shard p is initialized (bounded by secs).  A chief finding an
+ * uninitialized shard after a reconnect (ps restarted without a
+ * checkpoint) initializes it again with the parameters it holds. */
+static int wait_ready(struct worker *w, int p, int secs, int reinit)
+{
+	uint64_t st;
+	int rc;
+	if ((rc = read_state(w, p, &st)))
+		return rc;
+	if (st != PARAMS_STATE_READY && w->me == 0 && reinit) {
+		printf("Worker %d: ps %d has no parameters (restarted without a checkpoint): initializing it with mine\n",
+		       w->me, p);
+		fflush(stdout);
+		scatter(w, p, w->params, (float *)(w->s[p].gsrc + 64));
+		if ((rc = push(w, p, SLOT_INIT, 0, 0)))
+			return rc;
+	}
+	double end = rdmaps_now() + secs;
+	while (st != PARAMS_STATE_READY) {
+		if (rdmaps_now() > end) {
+			fprintf(stderr, "Worker %d: ps %d not initialized by the chief within %d s\n", w->me, p, secs);
+			return RDMAPS_E_TIMEOUT;
+		}
+		usleep(100000);
+		if ((rc = read_state(w, p, &st)))
+			return rc;
+	}
+	return 0;
+}
+
+/* The connection to ps p failed with rc: report, reconnect within
+ * --recovery_timeout, re-learn push count and state.  The version held is
+ * forgotten: the next pull takes whatever the ps has now, which may be
+ * older than before (a restored checkpoint). */
+static int recover(struct worker *w, int p, int rc)
+{
+	const struct rdmaps_job *j = w->j;
+	struct wshard *sh = &w->s[p];
+	uint64_t was = sh->held;
+	fprintf(stderr, "Worker %d: lost ps %d: %s; reconnecting (up to %d s, --recovery_timeout)\n", w->me, p,
+		rdmaps_strerror(rc), j->recovery_timeout_s);
+	rt_conn_delete(&sh->c);
+	double t0 = rdmaps_now();
+	if ((rc = connect_one(w, p, j->recovery_timeout_s)) ||
+	    (rc = wait_ready(w, p, j->recovery_timeout_s, 1))) {
+		fprintf(stderr, "Worker %d: ps %d did not come back within %d s (--recovery_timeout): %s\n", w->me, p,
+			j->recovery_timeout_s, rdmaps_strerror(rc));
+		return rc;
+	}
+	uint64_t now_v = 0;
+	if (!rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, offsetof(struct rdmaps_params_hdr, current_version), 8, 3,
+		     RT_F_SIGNALED) &&
+	    !wait_comp(sh, 1, w->tmo_ms, "version read", p))
+		now_v = *sh->scratch;
+	printf("Worker %d: reconnected to ps %d after %.1f s: its global step is %llu (I held %lld)\n", w->me, p,
+	       rdmaps_now() - t0, (unsigned long long)now_v, was == UINT64_MAX ? -1LL : (long long)was);
+	fflush(stdout);
+	return 0;
+}
+
+/* Waited --barrier_timeout for a release of ps p: READ its header and name
+ * the workers its aggregation lacks. */
+static void barrier_report(struct worker *w, int p, double waited)
+{
+	struct wshard *sh = &w->s[p];
+	const struct rdmaps_params_hdr *h = (const struct rdmaps_params_hdr *)sh->scratch;
+	int rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, 0, 64, 9, RT_F_SIGNALED);
+	if (rc || wait_comp(sh, 1, w->tmo_ms, "header read", p))
+		return;
+	fprintf(stderr, "Worker %d: barrier timeout: waited %.0f s for ps %d to release global step %llu; missing:",
+		w->me, waited, p, (unsigned long long)(sh->held == UINT64_MAX ? 0 : sh->held));
+	int any = 0;
+	for (int i = 0; i < w->j->nworkers && i < RDMAPS_MISSING_MAX; i++)
+		if (h->missing[i / 64] >> (i % 64) & 1) {
+			fprintf(stderr, " worker %d", i);
+			any = 1;
+		}
+	fprintf(stderr, "%s\n", any ? "" : " (not named by the ps yet)");
+}
+
+/* Wait for my token on shard p (all my pushes there consumed).  Bounded by
+ * --timeout; names missing workers every --barrier_timeout; a broken
+ * connection returns its error (the caller recovers). */
+static int wait_token(struct worker *w, int p)
+{
+	const struct rdmaps_job *j = w->j;
+	struct wshard *sh = &w->s[p];
+	unsigned spins = 0;
+	double start = rdmaps_now(), end = start + j->timeout_s, next_check = start + 0.2;
+	double next_msg = start + j->barrier_timeout_s;
+	while (MBOX_TOKEN(__atomic_load_n(sh->mbox, __ATOMIC_ACQUIRE)) < (sh->seq & 0xffffffffull)) {
+		rdmaps_backoff(&spins);
+		if ((spins & 255) != 0)
+			continue;
+		double now = rdmaps_now();
+		if (now < next_check)
+			continue;
+		next_check = now + 0.2;
+		struct rt_completion c[4];
+		int got = rt_poll(sh->c, c, 4, 1); /* liveness: a dead ps shows here */
+		if (got < 0)
+			return got;
+		if (j->sync && now >= next_msg) {
+			next_msg = now + j->barrier_timeout_s;
+			barrier_report(w, p, now - start);
+		}
+		if (now > end) {
+			fprintf(stderr, "Worker %d: no release from ps %d within %d s (--timeout)\n", w->me, p,
+				j->timeout_s);
+			return RDMAPS_E_STATE; /* not recoverable: the ps is alive */
 		}
 	}
 	return 0;
@@ -250,7 +390,8 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	if ((rc = connect_all(&w)))
 		goto out_ctx;
 	/* The chief initializes (seeded) every shard that is not ready yet by
-	 * writing the initial values into its own slot (kind INIT). */
+	 * writing the initial values into its own slot (kind INIT).  A shard
+	 * restored from a checkpoint is ready: it is not initialized again. */
 	if (w.me == 0) {
 		rdm_model_init(w.L.model, w.params, j->seed);
 		for (int p = 0; p < w.P; p++) {
@@ -264,59 +405,37 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 				goto out_conn;
 		}
 	}
-	for (int p = 0; p < w.P; p++) {
-		double end = rdmaps_now() + j->timeout_s;
-		for (;;) {
-			uint64_t st;
-			if ((rc = read_state(&w, p, &st)))
-				goto out_conn;
-			if (st == PARAMS_STATE_READY)
-				break;
-			if (rdmaps_now() > end) {
-				fprintf(stderr, "Worker %d: ps %d not initialized by the chief within %d s\n", w.me, p,
-					j->timeout_s);
-				rc = RDMAPS_E_TIMEOUT;
-				goto out_conn;
-			}
-			usleep(100000);
-		}
-	}
+	for (int p = 0; p < w.P; p++)
+		if ((rc = wait_ready(&w, p, j->timeout_s, 0)))
+			goto out_conn;
 	printf("Worker %d: Session initialization complete.\n", w.me);
 	double t_begin = rdmaps_now();
 	printf("Training begins @ %f\n", t_begin);
 	fflush(stdout);
 
-	/* need[p]: the token I wait for on shard p = my pushes to it */
-	uint64_t *need = calloc(w.P, sizeof(uint64_t));
-	if (!need)
-		goto out_conn;
-	for (int p = 0; p < w.P; p++)
-		need[p] = w.s[p].seq;
+	/* The token I wait for on shard p is my push count there (s[p].seq),
+	 * updated by each push as it lands, so that a step interrupted between
+	 * shards never writes a slot the ps may still be reading. */
 	long local_step = 0;
+	int p = 0;
 	for (;;) {
 		double t0 = rdmaps_now();
 		/* (1) wait for my token on every shard I pushed to */
-		for (int p = 0; p < w.P; p++) {
-			unsigned spins = 0;
-			double end = rdmaps_now() + j->timeout_s;
-			while (MBOX_TOKEN(__atomic_load_n(w.s[p].mbox, __ATOMIC_ACQUIRE)) < need[p]) {
-				rdmaps_backoff(&spins);
-				if ((spins & 1023) == 0 && rdmaps_now() > end) {
-					fprintf(stderr, "Worker %d: no release from ps %d within %d s (barrier timeout)\n",
-						w.me, p, j->timeout_s);
-					rc = RDMAPS_E_TIMEOUT;
-					goto out_need;
-				}
-			}
+		for (p = 0; p < w.P; p++) {
+			rc = wait_token(&w, p);
+			if (rc == RDMAPS_E_TIMEOUT)
+				goto out_conn;
+			if (rc)
+				goto lost;
 		}
 		double t1 = rdmaps_now();
 		/* (2) pull what changed */
-		for (int p = 0; p < w.P; p++) {
+		for (p = 0; p < w.P; p++) {
 			uint64_t mb = __atomic_load_n(w.s[p].mbox, __ATOMIC_ACQUIRE);
 			uint64_t v = MBOX_VERSION(mb);
 			if (w.s[p].held == UINT64_MAX || v != w.s[p].held)
 				if ((rc = pull(&w, p, v)))
-					goto out_need;
+					goto lost;
 		}
 		uint64_t gstep = w.s[0].held;
 		if ((long)gstep >= j->train_steps)
@@ -328,13 +447,11 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		rdm_model_grad(w.L.model, w.params, bx, by, j->batch_size, w.grad, &loss);
 		double t3 = rdmaps_now();
 		/* (4) push */
-		for (int p = 0; p < w.P; p++) {
+		for (p = 0; p < w.P; p++) {
 			scatter(&w, p, w.grad, (float *)(w.s[p].gsrc + 64));
 			if ((rc = push(&w, p, SLOT_GRAD, w.s[p].held, loss)))
-				goto out_need;
+				goto lost;
 		}
-		for (int p = 0; p < w.P; p++)
-			need[p] = w.s[p].seq;
 		double t4 = rdmaps_now();
 		local_step++;
 		if (local_step % j->log_every == 0) {
@@ -348,17 +465,26 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 				"\"pull_us\":%.1f,\"compute_us\":%.1f,\"push_us\":%.1f}\n",
 				w.me, local_step, (unsigned long long)gstep, loss, (t1 - t0) * 1e6, (t2 - t1) * 1e6,
 				(t3 - t2) * 1e6, (t4 - t3) * 1e6);
+		continue;
+lost:
+		/* the connection to ps p failed: reconnect, then start the step over */
+		if (!recoverable(rc) || (rc = recover(&w, p, rc)))
+			goto out_conn;
 	}
 	double t_end = rdmaps_now();
 	printf("Training ends @ %f\n", t_end);
 	printf("Training elapsed time: %f s\n", t_end - t_begin);
 	fflush(stdout);
-	for (int p = 0; p < w.P; p++) {
+	/* done: one FETCH_ADD on done[me] of every shard.  A ps that already
+	 * saw every worker done may close before its answer arrives: a failure
+	 * here is reported, not fatal (training is over). */
+	for (p = 0; p < w.P; p++) {
 		struct wshard *sh = &w.s[p];
-		rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)j->nworkers * 8, 1, 7,
-				  RT_F_SIGNALED);
+		rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS,
+				  (uint64_t)counters_done_idx(j->nworkers, w.me) * 8, 1, 7, RT_F_SIGNALED);
 		if (rc || (rc = wait_comp(sh, 1, w.tmo_ms, "done fetch-add", p)))
-			goto out_need;
+			fprintf(stderr, "Worker %d: could not confirm the end of training to ps %d: %s\n", w.me, p,
+				rdmaps_strerror(rc));
 	}
 	double vloss = 0;
 	int correct = 0;
@@ -371,13 +497,11 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 			fprintf(stderr, "Worker %d: cannot write %s\n", w.me, j->dump_params);
 			if (f)
 				fclose(f);
-			goto out_need;
+			goto out_conn;
 		}
 		fclose(f);
 	}
 	ret = 0;
-out_need:
-	free(need);
 out_conn:
 	for (int p = 0; p < w.P; p++)
 		rt_conn_delete(&w.s[p].c);

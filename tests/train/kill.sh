@@ -1,0 +1,177 @@
+#!/bin/bash
+# Kill-and-restart tests (tcp tier, loopback): ps and worker tasks started by
+# hand with TensorFlow's flags, one killed with SIGKILL mid-run, and (b, c)
+# restarted with the same task index.  Every wait is bounded; the script
+# waits for printed lines, never for a fixed time.
+# usage: kill.sh RDMAPS_BIN DATA_DIR CASE
+#   worker_backup  (a) sync, R=2 of W=3: kill worker 2; the job completes
+#   worker_rejoin  (b) sync, R=W=2: kill worker 1; both ps and worker 0 name it
+#                  after --barrier_timeout; restart it: it rejoins, job completes
+#   ps_restart     (c) sync, --logdir, --save_model_secs=1: kill the ps, restart
+#                  it: it restores, the workers reconnect, the job completes at
+#                  --train_steps, and at most the steps since the last save are lost
+# Exit 0 pass, 1 fail, 77 skipped (no data).
+set -u
+bin=$1; data=$2; case=$3
+if [ ! -e "$data/train-images-idx3-ubyte" ] && [ ! -e "$data/train-images-idx3-ubyte.gz" ]; then
+	echo "SKIPPED: no MNIST in $data"; exit 77
+fi
+dir=$(mktemp -d "${TMPDIR:-/tmp}/rdmaps-kill-XXXXXX")
+declare -A pid
+cleanup() {
+	for k in "${!pid[@]}"; do kill -9 "${pid[$k]}" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for f in "$dir"/*.log; do echo "--- $(basename "$f") (last 30 lines)"; tail -30 "$f"; done
+	exit 1
+}
+
+# n free loopback ports: bound to port 0 together, so they are distinct
+free_ports() {
+	python3 -c '
+import socket, sys
+s = [socket.socket() for _ in range(int(sys.argv[1]))]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"
+}
+
+# wait_for FILE REGEX SECS [FROM]: until a line of FILE (from line FROM on,
+# default 1) matches the extended regex
+wait_for() {
+	local end=$((SECONDS + $3)) from=${4:-1}
+	until tail -n +"$from" "$1" 2>/dev/null | grep -Eq "$2"; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.1
+	done
+}
+nlines() { wc -l <"$1"; }
+# last global step a worker printed (-1 if none)
+last_step() {
+	sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$1" 2>/dev/null | tail -1 | grep . || echo -1
+}
+# wait_step FILE MIN SECS: until the worker printed a global step >= MIN
+wait_step() {
+	local end=$((SECONDS + $3))
+	until [ "$(last_step "$1")" -ge "$2" ]; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.1
+	done
+}
+# wait_exit NAME SECS: wait for the task to exit; its status in $st
+wait_exit() {
+	local end=$((SECONDS + $2)) p=${pid[$1]}
+	while kill -0 "$p" 2>/dev/null; do
+		if [ $SECONDS -ge $end ]; then fail "$1 still running after $2 s"; fi
+		sleep 0.1
+	done
+	wait "$p"; st=$?
+	unset "pid[$1]"
+}
+
+read -r -a ports <<<"$(free_ports 4)" || fail "no free ports"
+[ ${#ports[@]} -eq 4 ] || fail "no free ports"
+nps=1
+# start NAME JOB INDEX NWORKERS LOG [extra flags]
+start() {
+	local name=$1 job=$2 idx=$3 nw=$4 log=$5; shift 5
+	local wk="127.0.0.1:${ports[1]}"
+	for ((k = 1; k < nw; k++)); do wk="$wk,127.0.0.1:${ports[$((k + 1))]}"; done
+	"$bin" --job_name="$job" --task_index="$idx" --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="$wk" \
+		--transport=tcp --data_dir="$data" --sync_replicas=True --log_every=10 --timeout=90 "$@" \
+		>"$dir/$log.log" 2>&1 &
+	pid[$name]=$!
+}
+
+case $case in
+worker_backup)
+	steps=400
+	f=(--replicas_to_aggregate=2 --train_steps=$steps)
+	start ps0 ps 0 3 ps0 "${f[@]}"
+	for i in 0 1 2; do start w$i worker $i 3 w$i "${f[@]}"; done
+	wait_step "$dir/w2.log" 50 120 || fail "worker 2 did not reach global step 50"
+	kill -9 "${pid[w2]}"; wait "${pid[w2]}" 2>/dev/null; unset "pid[w2]"
+	killed_at=$(last_step "$dir/w2.log")
+	echo "  killed worker 2 (SIGKILL) at global step $killed_at"
+	for t in w0 w1 ps0; do
+		wait_exit $t 180
+		[ "$st" -eq 0 ] || fail "$t exited $st"
+	done
+	[ "$killed_at" -lt $steps ] || fail "worker 2 was killed after the end: not a mid-run kill"
+	grep -q "ps 0: lost worker 2" "$dir/ps0.log" || fail "the ps did not notice worker 2 was gone"
+	grep -q "ps 0: worker 2 left without finishing" "$dir/ps0.log" || fail "the ps did not report worker 2 as unfinished"
+	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
+	for i in 0 1; do grep -q "validation cross entropy" "$dir/w$i.log" || fail "worker $i did not finish"; done
+	grep -h "lost worker\|left without\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	;;
+worker_rejoin)
+	steps=300
+	f=(--train_steps=$steps --barrier_timeout=2)
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	wait_step "$dir/w1.log" 50 120 || fail "worker 1 did not reach global step 50"
+	kill -9 "${pid[w1]}"; wait "${pid[w1]}" 2>/dev/null; unset "pid[w1]"
+	# only lines printed after the kill count
+	from_ps=$(($(nlines "$dir/ps0.log") + 1)); from_w0=$(($(nlines "$dir/w0.log") + 1))
+	killed_at=$(last_step "$dir/w1.log")
+	echo "  killed worker 1 (SIGKILL) at global step $killed_at"
+	[ "$killed_at" -lt $steps ] || fail "worker 1 was killed after the end"
+	wait_for "$dir/ps0.log" "ps 0: barrier timeout: .*missing: worker 1( |$)" 60 "$from_ps" \
+		|| fail "the ps did not name worker 1 (alone) after --barrier_timeout"
+	wait_for "$dir/w0.log" "Worker 0: barrier timeout: .*missing: worker 1$" 60 "$from_w0" \
+		|| fail "worker 0 did not name worker 1 (alone) after --barrier_timeout"
+	tail -n +"$from_ps" "$dir/ps0.log" | grep -m1 "barrier timeout" | sed 's/^/  /'
+	tail -n +"$from_w0" "$dir/w0.log" | grep -m1 "barrier timeout" | sed 's/^/  /'
+	start w1b worker 1 2 w1b "${f[@]}"
+	for t in w1b w0 ps0; do
+		wait_exit $t 180
+		[ "$st" -eq 0 ] || fail "$t exited $st"
+	done
+	grep -q "ps 0: worker 1 rejoined" "$dir/ps0.log" || fail "the ps did not report worker 1 rejoining"
+	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
+	for l in w0 w1b; do grep -q "validation cross entropy" "$dir/$l.log" || fail "$l did not finish"; done
+	first=$(sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$dir/w1b.log" | head -1)
+	echo "  the restarted worker 1 began at global step ${first:-?}"
+	grep -h "rejoined\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	;;
+ps_restart)
+	steps=800
+	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 120 \
+		|| fail "the ps saved no checkpoint within 120 s"
+	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0.log" | tail -1)
+	wait_step "$dir/w0.log" $((saved + 10)) 120 || fail "training did not go on after the save"
+	kill -9 "${pid[ps0]}"; wait "${pid[ps0]}" 2>/dev/null; unset "pid[ps0]"
+	# what was saved and reached before the kill (the ps is dead: no more lines)
+	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0.log" | tail -1)
+	g0=$(last_step "$dir/w0.log"); g1=$(last_step "$dir/w1.log")
+	reached=$((g0 > g1 ? g0 : g1))
+	echo "  killed the ps (SIGKILL) at global step >= $reached; its last checkpoint: global step $saved"
+	[ "$reached" -lt $steps ] || fail "the ps was killed after the end"
+	wait_for "$dir/w0.log" "Worker 0: lost ps 0" 60 || fail "worker 0 did not report the lost ps"
+	start ps0b ps 0 2 ps0b "${f[@]}"
+	for t in w0 w1 ps0b; do
+		wait_exit $t 240
+		[ "$st" -eq 0 ] || fail "$t exited $st"
+	done
+	restored=$(sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0b.log")
+	[ -n "$restored" ] || fail "the restarted ps restored no checkpoint"
+	[ "$restored" -ge "$saved" ] || fail "restored global step $restored, but $saved was saved before the kill"
+	lost=$((reached - restored))
+	[ "$lost" -ge 0 ] || fail "restored global step $restored is beyond the $reached reached"
+	echo "  restored global step $restored; steps lost: $lost (all made after the last checkpoint)"
+	for i in 0 1; do
+		grep -q "Worker $i: reconnected to ps 0" "$dir/w$i.log" || fail "worker $i did not report reconnecting"
+		grep -q "validation cross entropy" "$dir/w$i.log" || fail "worker $i did not finish"
+	done
+	grep -q "global step $steps, " "$dir/ps0b.log" || fail "final global step is not $steps"
+	grep -h "lost ps\|reconnected\|restored\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	;;
+*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|ps_restart"; exit 2 ;;
+esac
+echo "PASSED: $case"
