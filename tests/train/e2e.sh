@@ -87,9 +87,13 @@ cli)
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --train_steps=-5
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --model=resnet
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --transport=ib
+	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --save_model_secs=soon
+	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --barrier_timeout=0
+	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --recovery_timeout=-3
+	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --logdir=
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
 	[ $? -eq 2 ] || fail "TF_CONFIG without workers must exit 2"
-	echo "  11 flag errors and a bad TF_CONFIG each exited 2 with a message"
+	echo "  16 flag errors and a bad TF_CONFIG each exited 2 with a message"
 	;;
 *) echo "usage: e2e.sh BIN TRANSPORT DATA_DIR sync|async|backup|cli"; exit 2 ;;
 esac

@@ -10,6 +10,9 @@
 #   ps_restart     (c) sync, --logdir, --save_model_secs=1: kill the ps, restart
 #                  it: it restores, the workers reconnect, the job completes at
 #                  --train_steps, and at most the steps since the last save are lost
+#   ckpt_restore   --logdir through `rdmaps launch`: clean start said, restore,
+#                  a corrupt newest file named and the previous one used, a
+#                  mismatched model named and a clean start, a bad logdir an error
 # Exit 0 pass, 1 fail, 77 skipped (no data).
 set -u
 bin=$1; data=$2; case=$3
@@ -172,6 +175,39 @@ ps_restart)
 	grep -q "global step $steps, " "$dir/ps0b.log" || fail "final global step is not $steps"
 	grep -h "lost ps\|reconnected\|restored\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
-*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|ps_restart"; exit 2 ;;
+ckpt_restore)
+	# checkpoint wiring end to end, through `rdmaps launch` (no kill)
+	ck="$dir/ckpt"
+	run() { # run LOG STEPS [flags]
+		local log=$1 steps=$2; shift 2
+		timeout 300 "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
+			--log_every=50 --timeout=60 --logdir="$ck" --train_steps="$steps" "$@" >"$dir/$log.log" 2>&1 \
+			|| fail "launch ($log) exited non-zero"
+	}
+	run r1 100
+	grep -q "ps 0: no valid checkpoint of shard 0 in $ck: starting clean" "$dir/r1.log" || fail "r1: clean start not said"
+	grep -q "ps 0: saved checkpoint $ck/shard-0-step-100.ckpt" "$dir/r1.log" || fail "r1: no final checkpoint"
+	run r2 150
+	grep -q "ps 0: restored checkpoint $ck/shard-0-step-100.ckpt (global step 100)" "$dir/r2.log" || fail "r2: not restored"
+	grep -q "global step 150, 50 updates" "$dir/r2.log" || fail "r2: expected 50 more updates to 150"
+	# flip one byte inside the newest file's parameters: it is named and skipped
+	printf '\377' | dd of="$ck/shard-0-step-150.ckpt" bs=1 seek=1000 conv=notrunc 2>/dev/null
+	run r3 150
+	grep -q "skipping $ck/shard-0-step-150.ckpt: " "$dir/r3.log" || fail "r3: corrupt checkpoint not named"
+	grep -q "ps 0: restored checkpoint $ck/shard-0-step-100.ckpt (global step 100)" "$dir/r3.log" \
+		|| fail "r3: the previous valid checkpoint was not used"
+	grep -q "global step 150, 50 updates" "$dir/r3.log" || fail "r3: expected 50 updates to 150"
+	# another model: every file mismatches -> named, then a clean start
+	run r4 20 --hidden_units=50
+	grep -q "skipping $ck/shard-0-step-150.ckpt: .*mismatch" "$dir/r4.log" || fail "r4: mismatch not named"
+	grep -q "starting clean" "$dir/r4.log" || fail "r4: clean start not said"
+	# a logdir that is a file: a clear error, non-zero exit
+	: >"$dir/afile"
+	"$bin" --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:${ports[0]} --worker_hosts=127.0.0.1:${ports[1]} \
+		--transport=tcp --logdir="$dir/afile" --timeout=5 >"$dir/r5.log" 2>&1 && fail "ps with --logdir=a file exited 0"
+	grep -q "logdir" "$dir/r5.log" || fail "no message for --logdir=a file"
+	grep -h "starting clean\|restored\|skipping" "$dir"/r*.log | sed 's/^/  /'
+	;;
+*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|ps_restart|ckpt_restore"; exit 2 ;;
 esac
 echo "PASSED: $case"
