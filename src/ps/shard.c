@@ -469,7 +469,7 @@ static int serve(struct shard *s)
 		if (now - last_progress > j->timeout_s) {
 			fprintf(stderr, "ps %d: giving up: no gradient and no connection for %d s (--timeout); waiting for:",
 				j->task_index, j->timeout_s);
-			print_missing(s, stderr, 0);
+			print_missing(s, stderr, j->sync && hdr(s)->state == PARAMS_STATE_READY);
 			fprintf(stderr, "\n");
 			return 1;
 		}

@@ -168,6 +168,7 @@ static int connect_one(struct worker *w, int p, int secs)
 	__atomic_store_n(sh->mbox, 0, __ATOMIC_RELEASE);
 	/* the ps may not be up (yet, or again): retry until the deadline */
 	double end = rdmaps_now() + secs;
+	useconds_t pause_us = 200000; /* doubles up to 1 s between attempts */
 	int rc;
 	for (;;) {
 		rc = rt_connect(w->ctx, host, port, &hello, g, 5, 5000, &sh->c);
@@ -179,7 +180,8 @@ static int connect_one(struct worker *w, int p, int secs)
 				rdmaps_strerror(rc));
 			return rc;
 		}
-		usleep(200000);
+		usleep(pause_us);
+		pause_us = pause_us < 500000 ? pause_us * 2 : 1000000;
 	}
 	rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)w->me * 8, 0, 8, RT_F_SIGNALED);
 	if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "push count read", p)))
