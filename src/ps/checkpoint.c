@@ -290,13 +290,19 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 	if (rc != RDMAPS_OK)
 		return rc;
 
-	/* Prune: keep the newest `keep` of this shard. */
+	/* Prune: keep the newest `keep` of this shard up to this step.  Files
+	 * of higher steps (another run's, skipped by the restore that preceded
+	 * this save) are neither counted nor deleted: counting them would delete
+	 * this very save. */
 	struct ent *e;
 	size_t n;
 	int lr = list_shard(dir, meta->shard, &e, &n);
 	if (lr == RDMAPS_OK) {
-		for (size_t i = (size_t)keep; i < n; i++) {
+		size_t kept = 0;
+		for (size_t i = 0; i < n; i++) {
 			char old[4096];
+			if (e[i].step > meta->global_step || kept++ < (size_t)keep)
+				continue;
 			snprintf(old, sizeof(old), "%s/%s", dir, e[i].name);
 			if (unlink(old) != 0)
 				RDMAPS_WARN("checkpoint: prune %s: %s", old, strerror(errno));

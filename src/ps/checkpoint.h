@@ -21,7 +21,8 @@ struct rdmaps_ckpt_meta {
 
 /* Write params, m, v (each meta->nfloats; m and v may be NULL, stored absent)
  * to DIR/shard-<s>-step-<gstep>.ckpt atomically, then keep the newest `keep`
- * (>= 1) checkpoints of this shard and delete older ones.
+ * (>= 1) checkpoints of this shard with a step <= gstep and delete older
+ * ones (files of higher steps are left alone).
  * Returns RDMAPS_OK, RDMAPS_E_INVAL (bad argument), RDMAPS_E_NOMEM or
  * RDMAPS_E_IO (logged with the path and errno). */
 int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,

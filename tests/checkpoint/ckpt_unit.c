@@ -145,6 +145,26 @@ static void t_prune(void **state)
 	assert_int_equal(access(ckpt_path(1000), F_OK), 0);
 }
 
+/* Files of higher steps (another run's) are not counted or pruned: a
+ * lower-step save is kept, and pruning works among steps <= it. */
+static void t_prune_higher(void **state)
+{
+	(void)state;
+	for (uint64_t s = 1; s <= 4; s++)
+		save_step(1000 + s, 2);
+	save_step(5, 2);
+	assert_int_equal(access(ckpt_path(5), F_OK), 0);
+	save_step(6, 2);
+	save_step(7, 2);
+	assert_int_not_equal(access(ckpt_path(5), F_OK), 0);
+	assert_int_equal(access(ckpt_path(6), F_OK), 0);
+	assert_int_equal(access(ckpt_path(7), F_OK), 0);
+	/* the higher ones: the two of the first run's own pruning remain */
+	assert_int_equal(access(ckpt_path(1004), F_OK), 0);
+	assert_int_equal(access(ckpt_path(1003), F_OK), 0);
+	assert_int_equal(count_files(), 4);
+}
+
 static void flip(const char *path, long off)
 {
 	FILE *f = fopen(path, "r+b");
@@ -289,6 +309,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(t_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_no_slots, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_prune, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_prune_higher, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_corrupt_any_byte, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_layout_hash, setup, teardown),
@@ -297,7 +318,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(t_unwritable, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_parse_garbage, setup, teardown),
 	};
-	const char *names[] = { "roundtrip", "no_slots", "prune", "corrupt_any_byte", "truncated",
+	const char *names[] = { "roundtrip", "no_slots", "prune", "prune_higher", "corrupt_any_byte", "truncated",
 				"layout_hash", "none_valid", "tmp_ignored", "unwritable", "parse_garbage" };
 	rdmaps_log_set_level(RDMAPS_LOG_WARN);
 	if (argc > 1) {
