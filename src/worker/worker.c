@@ -207,19 +207,22 @@ static int recoverable(int rc)
 	return rc == RDMAPS_E_PEER_GONE || rc == RDMAPS_E_TIMEOUT || rc == RDMAPS_E_IO || rc == RDMAPS_E_PROTO;
 }
 
-/* Wait until shard p is initialized (bounded by secs).  A chief finding an
- * uninitialized shard after a reconnect (ps restarted without a
- * checkpoint) initializes it again with the parameters it holds. */
-static int wait_ready(struct worker *w, int p, int secs, int reinit)
+/* Wait until shard p is initialized (bounded by secs).  The chief (init
+ * 1 or 2) initializes a shard that is not: at start (1) with its seeded
+ * parameters, after a reconnect (2: ps restarted without a checkpoint) with
+ * the parameters it holds, and says so. */
+static int wait_ready(struct worker *w, int p, int secs, int init)
 {
 	uint64_t st;
 	int rc;
 	if ((rc = read_state(w, p, &st)))
 		return rc;
-	if (st != PARAMS_STATE_READY && w->me == 0 && reinit) {
-		printf("Worker %d: ps %d has no parameters (restarted without a checkpoint): initializing it with mine\n",
-		       w->me, p);
-		fflush(stdout);
+	if (st != PARAMS_STATE_READY && w->me == 0 && init) {
+		if (init == 2) {
+			printf("Worker %d: ps %d has no parameters (restarted without a checkpoint): initializing it with mine\n",
+			       w->me, p);
+			fflush(stdout);
+		}
 		scatter(w, p, w->params, (float *)(w->s[p].gsrc + 64));
 		if ((rc = push(w, p, SLOT_INIT, 0, 0)))
 			return rc;
@@ -228,7 +231,7 @@ static int wait_ready(struct worker *w, int p, int secs, int reinit)
 	while (st != PARAMS_STATE_READY) {
 		if (rdmaps_now() > end) {
 			fprintf(stderr, "Worker %d: ps %d not initialized by the chief within %d s\n", w->me, p, secs);
-			return RDMAPS_E_TIMEOUT;
+			return RDMAPS_E_STATE; /* the ps is there: reconnecting would not help */
 		}
 		usleep(100000);
 		if ((rc = read_state(w, p, &st)))
@@ -251,7 +254,7 @@ static int recover(struct worker *w, int p, int rc)
 	rt_conn_delete(&sh->c);
 	double t0 = rdmaps_now();
 	if ((rc = connect_one(w, p, j->recovery_timeout_s)) ||
-	    (rc = wait_ready(w, p, j->recovery_timeout_s, 1))) {
+	    (rc = wait_ready(w, p, j->recovery_timeout_s, 2))) {
 		fprintf(stderr, "Worker %d: ps %d did not come back within %d s (--recovery_timeout): %s\n", w->me, p,
 			j->recovery_timeout_s, rdmaps_strerror(rc));
 		return rc;
@@ -394,22 +397,14 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	/* The chief initializes (seeded) every shard that is not ready yet by
 	 * writing the initial values into its own slot (kind INIT).  A shard
 	 * restored from a checkpoint is ready: it is not initialized again. */
-	if (w.me == 0) {
+	if (w.me == 0)
 		rdm_model_init(w.L.model, w.params, j->seed);
-		for (int p = 0; p < w.P; p++) {
-			uint64_t st;
-			if ((rc = read_state(&w, p, &st)))
-				goto out_conn;
-			if (st == PARAMS_STATE_READY)
-				continue;
-			scatter(&w, p, w.params, (float *)(w.s[p].gsrc + 64));
-			if ((rc = push(&w, p, SLOT_INIT, 0, 0)))
-				goto out_conn;
-		}
-	}
-	for (int p = 0; p < w.P; p++)
-		if ((rc = wait_ready(&w, p, j->timeout_s, 0)))
+	for (int p = 0; p < w.P; p++) {
+		/* the chief pushes INIT where needed; a ps lost meanwhile is
+		 * reconnected to (and initialized again by the chief) as in training */
+		if ((rc = wait_ready(&w, p, j->timeout_s, 1)) && (!recoverable(rc) || (rc = recover(&w, p, rc))))
 			goto out_conn;
+	}
 	printf("Worker %d: Session initialization complete.\n", w.me);
 	double t_begin = rdmaps_now();
 	printf("Training begins @ %f\n", t_begin);
