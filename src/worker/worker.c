@@ -11,6 +11,7 @@
 #include "cli/cluster.h"
 #include "kernels/data.h"
 #include "ps/layout.h"
+#include "worker/progress.h"
 
 struct wshard {
 	struct rt_conn *c;
@@ -293,6 +294,13 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	for (int p = 0; p < w.P; p++)
 		need[p] = w.s[p].seq;
 	long local_step = 0;
+	/* On a terminal, per-step lines fold into a live progress line. */
+	struct rdmaps_progress prog;
+	const char *pe = getenv(RDMAPS_PROGRESS_ENV);
+	int prog_lines = pe && *pe == '1';
+	int prog_tty = !prog_lines && isatty(STDOUT_FILENO);
+	rdmaps_progress_init(&prog, stdout, j->train_steps);
+	double last_loss = 0;
 	for (;;) {
 		double t0 = rdmaps_now();
 		/* (1) wait for my token on every shard I pushed to */
@@ -319,13 +327,19 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 					goto out_need;
 		}
 		uint64_t gstep = w.s[0].held;
-		if ((long)gstep >= j->train_steps)
+		if ((long)gstep >= j->train_steps) {
+			if (prog_lines)
+				printf(RDMAPS_PROGRESS_TAG "%llu %.6g\n", (unsigned long long)gstep, last_loss);
+			else if (prog_tty)
+				rdmaps_progress_update(&prog, (long)gstep, last_loss, rdmaps_now());
 			break;
+		}
 		double t2 = rdmaps_now();
 		/* (3) compute */
 		double loss = 0;
 		rdm_batcher_next(bat, j->batch_size, bx, by);
 		rdm_model_grad(w.L.model, w.params, bx, by, j->batch_size, w.grad, &loss);
+		last_loss = loss;
 		double t3 = rdmaps_now();
 		/* (4) push */
 		for (int p = 0; p < w.P; p++) {
@@ -337,7 +351,12 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 			need[p] = w.s[p].seq;
 		double t4 = rdmaps_now();
 		local_step++;
-		if (local_step % j->log_every == 0) {
+		if (prog_lines) { /* under `rdmaps launch` on a terminal */
+			printf(RDMAPS_PROGRESS_TAG "%llu %.6g\n", (unsigned long long)gstep, loss);
+			fflush(stdout);
+		} else if (prog_tty) {
+			rdmaps_progress_update(&prog, (long)gstep, loss, t4);
+		} else if (local_step % j->log_every == 0) {
 			printf("%f: Worker %d: training step %ld done (global step: %llu)\n", t4, w.me, local_step,
 			       (unsigned long long)gstep);
 			fflush(stdout);
@@ -350,6 +369,8 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 				(t3 - t2) * 1e6, (t4 - t3) * 1e6);
 	}
 	double t_end = rdmaps_now();
+	if (prog_tty)
+		rdmaps_progress_end(&prog);
 	printf("Training ends @ %f\n", t_end);
 	printf("Training elapsed time: %f s\n", t_end - t_begin);
 	fflush(stdout);
