@@ -17,6 +17,7 @@
 
 #include "cli/job.h"
 #include "ps/layout.h"
+#include "worker/progress.h"
 
 #define MAX_TASKS 130
 
@@ -44,19 +45,49 @@ static int free_port(const char *host)
 	return port;
 }
 
+/* On a terminal the workers' per-step lines fold into one live line. */
+static struct rdmaps_progress prog;
+static int prog_on;
+
+static int is_step_line(const char *s, size_t n)
+{
+	return memmem(s, n, ": training step ", 16) && memmem(s, n, " done (global step: ", 20);
+}
+
+static void emit_line(struct task *t, const char *s, size_t n)
+{
+	if (prog_on && t->is_worker) {
+		size_t tl = strlen(RDMAPS_PROGRESS_TAG);
+		if (n > tl && !memcmp(s, RDMAPS_PROGRESS_TAG, tl)) {
+			char tmp[64];
+			long g;
+			double loss;
+			snprintf(tmp, sizeof(tmp), "%.*s", (int)(n - tl), s + tl);
+			if (sscanf(tmp, "%ld %lf", &g, &loss) == 2)
+				rdmaps_progress_update(&prog, g, loss, rdmaps_now());
+			return;
+		}
+		if (is_step_line(s, n))
+			return; /* folded into the progress line */
+	}
+	if (prog_on)
+		rdmaps_progress_end(&prog); /* keep its last state above this line */
+	printf("[%s] %.*s\n", t->name, (int)n, s);
+}
+
 static void flush_lines(struct task *t, int final)
 {
 	char *start = t->buf, *nl;
 	while ((nl = memchr(start, '\n', t->len - (size_t)(start - t->buf)))) {
-		printf("[%s] %.*s\n", t->name, (int)(nl - start), start);
+		emit_line(t, start, (size_t)(nl - start));
 		start = nl + 1;
 	}
 	size_t rest = t->len - (size_t)(start - t->buf);
 	if (final && rest) {
-		printf("[%s] %.*s\n", t->name, (int)rest, start);
+		emit_line(t, start, rest);
 		rest = 0;
 	} else if (rest == sizeof(t->buf)) { /* a very long line: print as is */
-		printf("[%s] %.*s\n", t->name, (int)rest, start);
+		emit_line(t, start, rest);
 		rest = 0;
 	}
 	memmove(t->buf, start, rest);
@@ -115,6 +146,11 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 	printf("rdmaps launch: %d ps (%s), %d workers (%s), %s\n", P, ps_hosts, W, wk_hosts,
 	       j->sync ? "sync" : "async");
 	fflush(stdout);
+	prog_on = isatty(STDOUT_FILENO);
+	if (prog_on) {
+		rdmaps_progress_init(&prog, stdout, j->train_steps);
+		setenv(RDMAPS_PROGRESS_ENV, "1", 1);
+	}
 
 	/* child argv: the launch flags minus --ps/--workers, plus the cluster */
 	char psf[4200], wkf[4200], idx[MAX_TASKS][32];
@@ -188,6 +224,8 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 			if (t->is_worker)
 				workers_left--;
 			if (t->status) {
+				if (prog_on)
+					rdmaps_progress_end(&prog);
 				fprintf(stdout, "rdmaps launch: %s exited with status %d; stopping the others\n", t->name,
 					t->status);
 				rc = 1;
@@ -195,6 +233,8 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 			}
 		}
 		if (rdmaps_now() > deadline) {
+			if (prog_on)
+				rdmaps_progress_end(&prog);
 			fprintf(stdout, "rdmaps launch: timed out; stopping every task\n");
 			rc = 1;
 			goto stop;
@@ -218,6 +258,8 @@ stop:
 			t->exited = 1;
 			t->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 			if (t->status && !rc) {
+				if (prog_on)
+					rdmaps_progress_end(&prog);
 				printf("rdmaps launch: %s exited with status %d\n", t->name, t->status);
 				rc = 1;
 			}
@@ -234,6 +276,8 @@ stop:
 			close(t->fd);
 		}
 	}
+	if (prog_on)
+		rdmaps_progress_end(&prog);
 	printf("rdmaps launch: %s\n", rc ? "FAILED" : "all workers finished");
 	return rc;
 }

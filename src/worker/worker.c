@@ -11,6 +11,7 @@
 #include "cli/cluster.h"
 #include "kernels/data.h"
 #include "ps/layout.h"
+#include "worker/progress.h"
 
 struct wshard {
 	struct rt_conn *c;
@@ -415,6 +416,13 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	 * shards never writes a slot the ps may still be reading. */
 	long local_step = 0;
 	int p = 0;
+	/* On a terminal, per-step lines fold into a live progress line. */
+	struct rdmaps_progress prog;
+	const char *pe = getenv(RDMAPS_PROGRESS_ENV);
+	int prog_lines = pe && *pe == '1';
+	int prog_tty = !prog_lines && isatty(STDOUT_FILENO);
+	rdmaps_progress_init(&prog, stdout, j->train_steps);
+	double last_loss = 0;
 	for (;;) {
 		double t0 = rdmaps_now();
 		/* (1) wait for my token on every shard I pushed to */
@@ -435,13 +443,19 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 					goto lost;
 		}
 		uint64_t gstep = w.s[0].held;
-		if ((long)gstep >= j->train_steps)
+		if ((long)gstep >= j->train_steps) {
+			if (prog_lines)
+				printf(RDMAPS_PROGRESS_TAG "%llu %.6g\n", (unsigned long long)gstep, last_loss);
+			else if (prog_tty)
+				rdmaps_progress_update(&prog, (long)gstep, last_loss, rdmaps_now());
 			break;
+		}
 		double t2 = rdmaps_now();
 		/* (3) compute */
 		double loss = 0;
 		rdm_batcher_next(bat, j->batch_size, bx, by);
 		rdm_model_grad(w.L.model, w.params, bx, by, j->batch_size, w.grad, &loss);
+		last_loss = loss;
 		double t3 = rdmaps_now();
 		/* (4) push */
 		for (p = 0; p < w.P; p++) {
@@ -451,7 +465,12 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		}
 		double t4 = rdmaps_now();
 		local_step++;
-		if (local_step % j->log_every == 0) {
+		if (prog_lines) { /* under `rdmaps launch` on a terminal */
+			printf(RDMAPS_PROGRESS_TAG "%llu %.6g\n", (unsigned long long)gstep, loss);
+			fflush(stdout);
+		} else if (prog_tty) {
+			rdmaps_progress_update(&prog, (long)gstep, loss, t4);
+		} else if (local_step % j->log_every == 0) {
 			printf("%f: Worker %d: training step %ld done (global step: %llu)\n", t4, w.me, local_step,
 			       (unsigned long long)gstep);
 			fflush(stdout);
@@ -465,10 +484,14 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		continue;
 lost:
 		/* the connection to ps p failed: reconnect, then start the step over */
+		if (prog_tty)
+			rdmaps_progress_clear(&prog); /* the report goes on its own line */
 		if (!recoverable(rc) || (rc = recover(&w, p, rc)))
 			goto out_conn;
 	}
 	double t_end = rdmaps_now();
+	if (prog_tty)
+		rdmaps_progress_end(&prog);
 	printf("Training ends @ %f\n", t_end);
 	printf("Training elapsed time: %f s\n", t_end - t_begin);
 	fflush(stdout);
