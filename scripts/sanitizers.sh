@@ -3,7 +3,7 @@
 #   asan: cmake -DRDMAPS_ASAN=ON in build-asan/ (ASan + UBSan, UBSan aborts on
 #         error), then ctest -L 'unit|tcp' (the host tests).
 #   tsan: cmake -DRDMAPS_TSAN=ON in build-tsan/, then ctest -L tcp (but
-#         train_tcp_lstm), with scripts/tsan.supp.
+#         train_tcp_lstm and train_tcp_torn_read), with scripts/tsan.supp.
 # A test fails on a sanitizer report through its exit status; in addition the
 # whole verbose ctest log is searched for reports (a report from a child
 # process whose exit status a test script ignored still fails the tier).
@@ -16,9 +16,12 @@ mode=${1:-}
 case $mode in
 asan) bdir=build-asan; opt=-DRDMAPS_ASAN=ON; labels='unit|tcp'; exclude='^$' ;;
 tsan) bdir=build-tsan; opt=-DRDMAPS_TSAN=ON; labels='tcp'
-	# the LSTM run has the sync run's threads and protocol, only a bigger model:
-	# 226 s under TSan (measured), so it is left out of this tier
-	exclude='train_tcp_lstm' ;;
+	# Left out, measured: the LSTM run has the sync run's threads and protocol,
+	# only a bigger model (226 s under TSan).  torn_read races READs against
+	# the writer on every payload byte by design (the seqlock test): each pair
+	# is a suppressed report TSan must symbolize; `torn_read tcp 100` did not
+	# finish in 100 s (3000 reads: ctest timeout 120 s, twice).
+	exclude='train_tcp_lstm|train_tcp_torn_read' ;;
 *) echo "usage: scripts/sanitizers.sh asan|tsan"; exit 2 ;;
 esac
 jobs=${RDMAPS_SAN_JOBS:-$(nproc)}
