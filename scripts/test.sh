@@ -4,7 +4,12 @@
 # load rdma_rxe, else in a SoftRoCE QEMU VM). Ends with one line
 # "N passed, N failed, N skipped" summed over all tiers; exit non-zero if
 # anything failed.
-# Env: BUILD_DIR (default build), RDMAPS_SKIP_DEPS=1, RDMAPS_SKIP_RDMA=1.
+# Then the hardening tiers (docs/hardening.md), each with its own counts:
+# asan (host tests under ASan+UBSan), tsan (tcp tests under TSan), fuzz
+# (libFuzzer targets, 20 s each), fault (fault-injection sweep, stride 8).
+# Env: BUILD_DIR (default build), RDMAPS_SKIP_DEPS=1, RDMAPS_SKIP_RDMA=1,
+# RDMAPS_SKIP_HARDEN=1 (no asan/tsan/fuzz/fault tiers), RDMAPS_FUZZ_SECS (20),
+# RDMAPS_FAULT_STRIDE (8; 1 = the full sweep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bdir=${BUILD_DIR:-build}
@@ -64,7 +69,37 @@ else
 	echo "rdma tier: $rp passed, $rf failed, $rs skipped (rc=$rrc) [$(el)]"
 fi
 
-tp=$((hp + rp)); tf=$((hf + rf)); ts=$((hs + rs))
-echo "== total [$(el)]: host(unit|tcp) $hp/$hf/$hs, rdma $rp/$rf/$rs (passed/failed/skipped)"
+# hardening tiers: each script ends with "TIER <name> passed=P failed=F skipped=S"
+xp=0; xf=0; xs=0; xsum=""
+tier() { # name command...
+	local name=$1 line p f s rc
+	shift
+	echo "== $name tier: $* [$(el)]"
+	set +e
+	"$@" 2>&1 | tee "$tmp/$name.log"
+	rc=${PIPESTATUS[0]}
+	set -e
+	line=$(grep -a "^TIER $name passed=" "$tmp/$name.log" | tail -1 || true)
+	p=0; f=0; s=0
+	if [ -n "$line" ]; then
+		p=$(echo "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
+		f=$(echo "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
+		s=$(echo "$line" | sed 's/.*skipped=\([0-9]*\).*/\1/')
+	fi
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+	echo "$name tier: $p passed, $f failed, $s skipped (rc=$rc) [$(el)]"
+	xp=$((xp + p)); xf=$((xf + f)); xs=$((xs + s)); xsum="$xsum, $name $p/$f/$s"
+}
+if [ "${RDMAPS_SKIP_HARDEN:-0}" = 1 ]; then
+	echo "== hardening tiers: skipped (RDMAPS_SKIP_HARDEN=1)"
+else
+	tier asan bash scripts/sanitizers.sh asan
+	tier tsan bash scripts/sanitizers.sh tsan
+	tier fuzz bash scripts/fuzz-ci.sh "${RDMAPS_FUZZ_SECS:-20}"
+	tier fault bash scripts/fault-sweep.sh --stride "${RDMAPS_FAULT_STRIDE:-8}"
+fi
+
+tp=$((hp + rp + xp)); tf=$((hf + rf + xf)); ts=$((hs + rs + xs))
+echo "== total [$(el)]: host(unit|tcp) $hp/$hf/$hs, rdma $rp/$rf/$rs$xsum (passed/failed/skipped)"
 echo "$tp passed, $tf failed, $ts skipped"
 [ "$tf" = 0 ]

@@ -148,8 +148,10 @@ int rdmaps_parse_hostlist(const char *s, char ***hosts, int *n, char *err, size_
 	if (cap > MAX_HOSTS)
 		return fail(err, errlen, "host list has more than %d entries", MAX_HOSTS);
 	char **v = calloc((size_t)cap, sizeof *v);
-	if (!v)
+	if (!v) {
+		fail(err, errlen, "out of memory");
 		return RDMAPS_E_NOMEM;
+	}
 	int cnt = 0, rc = 0;
 	const char *p = s;
 	for (;;) {
@@ -157,6 +159,7 @@ int rdmaps_parse_hostlist(const char *s, char ***hosts, int *n, char *err, size_
 		size_t len = q ? (size_t)(q - p) : strlen(p);
 		char *e = strndup(p, len);
 		if (!e) {
+			fail(err, errlen, "out of memory");
 			rc = RDMAPS_E_NOMEM;
 			goto out;
 		}

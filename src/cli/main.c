@@ -272,25 +272,39 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 	return 0;
 }
 
+/* The host lists parse_flags allocated (LeakSanitizer counts them). */
+static void job_free(struct rdmaps_job *j)
+{
+	for (int i = 0; j->ps_hosts && i < j->nps; i++)
+		free(j->ps_hosts[i]);
+	for (int i = 0; j->worker_hosts && i < j->nworkers; i++)
+		free(j->worker_hosts[i]);
+	free(j->ps_hosts);
+	free(j->worker_hosts);
+	j->ps_hosts = j->worker_hosts = NULL;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdmaps_job j;
+	int rc;
 
 	if (argc > 1 && !strcmp(argv[1], "train"))
 		return rdm_train_main(argc - 1, argv + 1);
 	rdmaps_job_defaults(&j);
 	if (argc > 1 && !strcmp(argv[1], "launch")) {
-		int rc = parse_flags(argc - 1, argv + 1, &j, 1);
-		if (rc)
-			return rc;
-		return rdmaps_launch(&j, argc - 2, argv + 2);
-	}
-	int rc = parse_flags(argc, argv, &j, 0);
-	if (rc)
+		rc = parse_flags(argc - 1, argv + 1, &j, 1);
+		if (!rc)
+			rc = rdmaps_launch(&j, argc - 2, argv + 2);
+		job_free(&j);
 		return rc;
-	printf("job name = %s\ntask index = %d\n", j.job_name, j.task_index);
-	fflush(stdout);
-	if (!strcmp(j.job_name, "ps"))
-		return rdmaps_ps_main(&j);
-	return rdmaps_worker_main(&j);
+	}
+	rc = parse_flags(argc, argv, &j, 0);
+	if (!rc) {
+		printf("job name = %s\ntask index = %d\n", j.job_name, j.task_index);
+		fflush(stdout);
+		rc = !strcmp(j.job_name, "ps") ? rdmaps_ps_main(&j) : rdmaps_worker_main(&j);
+	}
+	job_free(&j);
+	return rc;
 }

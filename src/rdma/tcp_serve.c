@@ -286,7 +286,10 @@ static void *serve_main(void *arg)
 			break;
 		}
 		pthread_mutex_unlock(&tc->lock);
-		n = epoll_wait(tc->epfd, ev, 64, -1);
+		/* bounded: tc->stop is re-checked even if the eventfd wake-up was
+		 * lost (a failed write in tcp_serve_stop hung the ps at exit:
+		 * fault sweep, docs/hardening.md) */
+		n = epoll_wait(tc->epfd, ev, 64, 200);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -1,0 +1,137 @@
+#!/bin/sh
+# End-to-end security tests against a real ps (`rdmaps --job_name=ps`) and
+# real workers, started by hand on free ports (POSIX sh: also runs under
+# busybox inside the SoftRoCE VM).
+# usage: security.sh RDMAPS_BIN ROGUE_BIN TRANSPORT DATA_DIR CASE
+#   CASE rogue: 1 ps (auth token), honest workers 0 and 1, and rogue_worker
+#        holding worker indices 2..4 with the right token and layout: its
+#        writes to the parameters, past its slot and into another worker's
+#        slot must each fail with a remote access error, and the honest
+#        workers must finish the job (ps summary, both validation lines).
+#   CASE auth: a ps with --auth_token_file; a worker with a wrong token and
+#        one with no token are refused at connection time (the worker says
+#        "authentication refused" and exits non-zero, the ps logs the refusal)
+#        and the job then completes with the right worker; bad token files
+#        are flag errors (exit 2, a message).
+# Address: 127.0.0.1 for tcp; RDMAPS_RDMA_ADDR (default 127.0.0.1) for rdma.
+# Exit 0 pass, 1 fail, 77 skipped (no MNIST, or no RDMA device).
+bin=$1; rogue=$2; tr=$3; data=$4; case=$5
+t=${TMPDIR:-/tmp}/rdmaps-sec-$$-$case
+mkdir -p "$t" || exit 1
+addr=127.0.0.1
+[ "$tr" = rdma ] && addr=${RDMAPS_RDMA_ADDR:-127.0.0.1}
+pids=""
+cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$t"; }
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for f in "$t"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f"):"; tail -25 "$f"; }; done
+	exit 1
+}
+
+if [ ! -e "$data/train-images-idx3-ubyte" ] && [ ! -e "$data/train-images-idx3-ubyte.gz" ]; then
+	echo "SKIPPED: no MNIST in $data (run scripts/fetch-data.sh)"; exit 77
+fi
+printf 'correct-horse-battery\n' >"$t/token"
+printf 'wrong-horse-battery\n' >"$t/bad-token"
+: >"$t/empty-token"
+
+# start_ps W STEPS: start the ps on a free port; sets ps, hosts, pids.
+start_ps() {
+	W=$1; STEPS=$2
+	for try in 1 2 3; do
+		port=$("$rogue" --free-port) || fail "no free port"
+		ps="$addr:$port"
+		hosts=""
+		i=0
+		while [ $i -lt "$W" ]; do hosts="$hosts${hosts:+,}$addr:$((20000 + i))"; i=$((i + 1)); done
+		common="--ps_hosts=$ps --worker_hosts=$hosts --transport=$tr --train_steps=$STEPS --log_every=10 --timeout=60"
+		# shellcheck disable=SC2086
+		timeout 300 "$bin" --job_name=ps --task_index=0 $common --auth_token_file="$t/token" >"$t/ps.log" 2>&1 &
+		pspid=$!
+		pids="$pids $pspid"
+		# listening, or failed (no device / port taken)?
+		n=0
+		while [ $n -lt 100 ]; do
+			grep -q "listening on" "$t/ps.log" && break
+			kill -0 "$pspid" 2>/dev/null || break
+			sleep 0.1; n=$((n + 1))
+		done
+		if grep -q "no active RDMA device\|built without the verbs" "$t/ps.log"; then
+			echo "SKIPPED: no RDMA device"; exit 77
+		fi
+		sleep 0.3
+		kill -0 "$pspid" 2>/dev/null && return 0
+		grep -q "cannot listen" "$t/ps.log" || fail "the ps exited at start"
+	done
+	fail "the ps could not listen on 3 free ports"
+}
+
+# worker I TOKENARGS LOG: start honest worker I in the background
+worker() {
+	# shellcheck disable=SC2086
+	timeout 300 "$bin" --job_name=worker --task_index="$1" $common --data_dir="$data" $2 >"$t/$3" 2>&1 &
+	eval "wpid_$1=\$!"
+	pids="$pids $!"
+}
+
+waitfor() { # PID NAME: wait, fail on non-zero exit
+	wait "$1"; rc=$?
+	[ $rc -eq 0 ] || fail "$2 exited $rc"
+}
+
+case $case in
+rogue)
+	start_ps 5 30
+	worker 0 "--auth_token_file=$t/token" w0.log
+	worker 1 "--auth_token_file=$t/token" w1.log
+	timeout 300 "$rogue" "$tr" "$ps" 5 2 "$t/token" >"$t/rogue.log" 2>&1
+	rrc=$?
+	cat "$t/rogue.log" | grep '^ROGUE'
+	[ $rrc -eq 77 ] && { echo "SKIPPED: rogue_worker: no RDMA device"; exit 77; }
+	[ $rrc -eq 0 ] || fail "rogue_worker exited $rrc"
+	[ "$(grep -c 'ROGUE A[0-9].*: refused: remote access error' "$t/rogue.log")" -eq 3 ] \
+		|| fail "expected 3 attacks refused with a remote access error"
+	waitfor "$wpid_0" "honest worker 0"
+	waitfor "$wpid_1" "honest worker 1"
+	waitfor "$pspid" "ps"
+	grep -q "validation cross entropy" "$t/w0.log" || fail "worker 0 did not finish training"
+	grep -q "validation cross entropy" "$t/w1.log" || fail "worker 1 did not finish training"
+	grep -q "ps 0: done after .*global step 3[0-9], " "$t/ps.log" || fail "ps summary: expected ~30 global steps"
+	grep "ps 0: done" "$t/ps.log"
+	;;
+auth)
+	# bad token files: flag errors
+	for f in /nonexistent/token "$t/empty-token"; do
+		"$bin" --job_name=ps --task_index=0 --ps_hosts=$addr:1 --worker_hosts=$addr:2 \
+			--auth_token_file="$f" >"$t/flag.log" 2>&1
+		rc=$?
+		[ $rc -eq 2 ] || fail "--auth_token_file=$f: exit $rc, expected 2"
+		grep -q "auth_token_file" "$t/flag.log" || fail "--auth_token_file=$f: no message"
+		echo "  --auth_token_file=$f: $(cat "$t/flag.log")"
+	done
+	start_ps 2 20
+	worker 0 "--auth_token_file=$t/token" w0.log
+	for bad in wrong none; do
+		if [ $bad = wrong ]; then ta="--auth_token_file=$t/bad-token"; else ta=""; fi
+		# shellcheck disable=SC2086
+		timeout 120 "$bin" --job_name=worker --task_index=1 $common --data_dir="$data" $ta >"$t/bad-$bad.log" 2>&1
+		rc=$?
+		[ $rc -ne 0 ] || fail "a worker with token '$bad' exited 0"
+		[ $rc -ne 124 ] || fail "a worker with token '$bad' hung (timeout)"
+		grep -q "authentication refused" "$t/bad-$bad.log" || fail "worker with token '$bad': no 'authentication refused' message"
+		echo "  worker 1, token $bad: exit $rc: $(grep 'authentication refused' "$t/bad-$bad.log" | head -1)"
+	done
+	n=$(grep -c "auth token" "$t/ps.log")
+	[ "$n" -ge 2 ] || fail "the ps logged $n refused auth tokens, expected 2"
+	grep "auth token" "$t/ps.log" | head -2 | sed 's/^/  ps: /'
+	worker 1 "--auth_token_file=$t/token" w1.log
+	waitfor "$wpid_0" "worker 0"
+	waitfor "$wpid_1" "worker 1"
+	waitfor "$pspid" "ps"
+	grep -q "ps 0: done after .*global step 2[0-9], " "$t/ps.log" || fail "ps summary: expected ~20 global steps"
+	grep "ps 0: done" "$t/ps.log"
+	;;
+*) echo "usage: security.sh BIN ROGUE TRANSPORT DATA_DIR rogue|auth"; exit 2 ;;
+esac
+echo "PASSED: $case over $tr"
