@@ -149,6 +149,11 @@ int rt_ctx_new(const struct rt_ctx_cfg *cfg, struct rt_ctx **out)
 		memcpy(ctx->token, cfg->auth_token, n);
 		ctx->token_len = n;
 	}
+	rc = rt_locality_init(ctx, cfg);
+	if (rc) {
+		free(ctx);
+		return rc;
+	}
 	rc = ops->ctx_init(ctx, cfg);
 	if (rc) {
 		free(ctx);

@@ -32,6 +32,13 @@ int rt_numa_node_of_device(struct ibv_device *dev)
 	return -1;
 }
 
+int rt_cpuset_of_device(struct ibv_device *dev, cpu_set_t *set)
+{
+	(void)dev;
+	(void)set;
+	return -1;
+}
+
 static struct rt_ctx ctx;
 static struct rt_conn conn;
 static _Alignas(64) uint8_t mem[3 * 4096];
