@@ -24,6 +24,11 @@
 #define VERBS_RETRY 7
 #define VERBS_CTRL_BYTES 1024        /* grants table message buffer (each way) */
 #define VERBS_SPIN_MS 1              /* busy-poll this long before sleeping */
+/* Busy-poll iterations between clock reads while waiting: a clock read can
+ * be a system call (hpet/acpi_pm clocksources, e.g. the TCG guest), and a
+ * READ round trip there is only ~150 polls; the first read comes after this
+ * many polls, so short waits read no clock at all. */
+#define VERBS_SPIN_CHECK 1024u
 
 /* Private data of rdma_connect (client hello), fixed little-endian layout:
  *   0  u16 magic 0x5244 ("DR" on the wire)   2 u8 version (1)   3 u8 role
