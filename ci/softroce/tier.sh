@@ -27,8 +27,16 @@ pt() {
 	bin=$1; shift
 	timeout 150 $pin_s "$bin" "$@" >"$out/srv.log" 2>&1 &
 	spid=$!
-	sleep 1
-	if timeout 120 $pin_c "$bin" "$@" "$addr" >"$out/cli.log" 2>&1; then crc=0; else crc=$?; fi
+	# the client is retried (3 tries) while the server still runs: under load
+	# the server may not listen yet after 1 s (client: RDMA_CM_EVENT_REJECTED)
+	for try in 1 2 3; do
+		sleep $try
+		if timeout 120 $pin_c "$bin" "$@" "$addr" >"$out/cli.log" 2>&1; then crc=0; else crc=$?; fi
+		[ $crc -eq 0 ] && break
+		kill -0 $spid 2>/dev/null || break
+		grep -q REJECTED "$out/cli.log" || break
+		echo "perftest client: connection rejected (server not listening yet?), try $((try + 1))"
+	done
 	wait $spid; src=$?
 	cat "$out/cli.log"
 	[ $crc -eq 0 ] && [ $src -eq 0 ]
