@@ -80,7 +80,7 @@ bench_group() {
 			echo "== [$group round $r] B: rt_bench --op $rop --sizes $sz --iters $it --warmup 0 --no-pin"
 			if timeout "$btmo" "$rtb" --transport rdma --addr "$addr" --op "$rop" --sizes "$sz" \
 				--iters "$it" --warmup 0 --no-pin --perftest "$out/pt_round.txt" >"$out/rtb.log" 2>&1; then
-				grep -v '^vs-perftest' "$out/rtb.log" | grep -E '^(READ|WRITE_PP|FETCH_ADD) ' || true
+				grep -v '^vs-perftest' "$out/rtb.log" | grep -E '^(READ|WRITE_PP|FETCH_ADD) |^# timer' || true
 				line=$(grep '^vs-perftest ' "$out/rtb.log" | tail -1)
 				echo "round=$r ${line#vs-perftest }" | sed 's/^/vs-perftest-round /'
 				echo "$r ${line#vs-perftest }" >>"$rowsf"
