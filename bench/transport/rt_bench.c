@@ -74,6 +74,7 @@ struct opts {
 	int pin;         /* client on the first CPU, servers on the last */
 	const char *perftest; /* perftest_p50.txt (docs/ci.md) or NULL */
 	int timer_cycles;     /* rdtsc (default where available) or clock_gettime */
+	int spin_us;          /* rt_ctx_cfg.poll_spin_us (-1: busy-poll, like perftest) */
 	size_t list[MAXS];    /* --sizes: exact sizes (READ/WRITE/WRITE_PP) */
 	int nlist;
 };
@@ -313,7 +314,8 @@ static int pp_serve(struct rt_conn *conn, uint8_t *buf, int ctl, int ack_fd)
  * side, and answers write ping-pongs when told to (ctl).  Ends at EOF on ctl. */
 static int rt_server(const struct opts *o, int port_fd, int ctl, int ack_fd)
 {
-	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1 };
+	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1,
+				  .poll_spin_us = o->spin_us };
 	struct rt_ctx *ctx = NULL;
 	struct rt_listener *lst = NULL;
 	struct rt_request *req = NULL;
@@ -430,7 +432,8 @@ static int rt_pp_start(struct rt_side *r, size_t len)
 
 static int rt_setup(const struct opts *o, struct rt_side *r)
 {
-	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1 };
+	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1,
+				  .poll_spin_us = o->spin_us };
 	struct rt_hello h = { 1, 0, 0 };
 	int pp[2], ctl[2], ack[2], rc;
 	uint16_t port;
@@ -1008,7 +1011,7 @@ static void usage(FILE *f, const char *p)
 	fprintf(f,
 		"usage: %s [--transport tcp|rdma] [--addr HOST] [--op read,write,fadd,wpp|all]\n"
 		"          [--min-size B] [--max-size B] [--sizes B,B,..] [--iters N] [--warmup N]\n"
-		"          [--warmup-ms MS] [--timer cycles|clock]\n"
+		"          [--warmup-ms MS] [--timer cycles|clock] [--spin-us N]\n"
 		"          [--json FILE] [--raw-tcp] [--no-pin] [--perftest FILE] [--help]\n"
 		"  --perftest FILE  perftest p50s, lines \"<op> <bytes> <p50_us>\" (op read|write|\n"
 		"                   atomic, docs/ci.md); after an rdma run prints\n"
@@ -1017,14 +1020,16 @@ static void usage(FILE *f, const char *p)
 		"  --op wpp         WRITE ping-pong (what ib_write_lat measures): WRITE, the peer\n"
 		"                   polls its memory and WRITEs back; table figure = round trip\n"
 		"  --sizes LIST     exactly these sizes (instead of powers of 4 from --min-size)\n"
-		"  --timer T        cycles (default: rdtsc, converted like perftest) or clock\n", p);
+		"  --timer T        cycles (default: rdtsc, converted like perftest) or clock\n"
+		"  --spin-us N      rt_ctx_cfg.poll_spin_us: -1 (default) busy-poll like perftest,\n"
+		"                   0 the library default (1000 us, then sleep), N us\n", p);
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o = { .kind = RT_TCP, .addr = "127.0.0.1", .ops_mask = 7, .min_size = 8,
 			  .max_size = 1u << 20, .iters = 2000, .warmup = 200, .warmup_ms = 500,
-			  .pin = 1, .timer_cycles = 1 };
+			  .pin = 1, .timer_cycles = 1, .spin_us = -1 };
 	struct rt_side rt;
 	struct raw_side raw;
 	double *v[2];
@@ -1063,6 +1068,17 @@ int main(int argc, char **argv)
 					"comma-separated)\n", val);
 				return 2;
 			}
+		} else if (!strcmp(a, "--spin-us")) {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(val, &end, 10);
+			if (errno || *end || end == val || v < -1 || v > 10000000) {
+				fprintf(stderr, "rt_bench: bad --spin-us \"%s\" (-1, 0 or us)\n", val);
+				return 2;
+			}
+			o.spin_us = (int)v;
 		} else if (!strcmp(a, "--timer")) {
 			if (strcmp(val, "cycles") && strcmp(val, "clock")) {
 				fprintf(stderr, "rt_bench: bad --timer \"%s\" (cycles or clock)\n", val);
@@ -1106,10 +1122,10 @@ int main(int argc, char **argv)
 	if (!v[0] || !v[1])
 		return 1;
 	printf("# rt_bench transport=%s addr=%s iters<=%ld (<=256 MiB per row, >=200) "
-	       "warmup=%ld ops or %ld ms pin=%s\n# all figures are ROUND TRIPS: READ, FETCH_ADD, "
+	       "warmup=%ld ops or %ld ms pin=%s spin_us=%d\n# all figures are ROUND TRIPS: READ, FETCH_ADD, "
 	       "signaled WRITE completions, WRITE_PP ping-pongs\n",
 	       o.raw_only ? "raw-tcp" : rt_kind_name(o.kind), o.addr, o.iters, o.warmup,
-	       o.warmup_ms, o.pin ? "client:cpu0,servers:last-cpu" : "no");
+	       o.warmup_ms, o.pin ? "client:cpu0,servers:last-cpu" : "no", o.spin_us);
 	g_o = &o;
 	timer_init(o.timer_cycles);
 	if (g_cyc_per_us)

@@ -25,19 +25,22 @@ ibv_devinfo | grep -E 'hca_id|transport|state|link_layer' || true
 pin_c=""; pin_s=""
 pt() {
 	bin=$1; shift
-	timeout 150 $pin_s "$bin" "$@" >"$out/srv.log" 2>&1 &
-	spid=$!
-	# the client is retried (3 tries) while the server still runs: under load
-	# the server may not listen yet after 1 s (client: RDMA_CM_EVENT_REJECTED)
+	# A client rejected because its server did not listen yet (under load, 1 s
+	# is not always enough) makes the server unusable: restart the pair, with
+	# a longer head start, up to 3 times.
 	for try in 1 2 3; do
+		timeout 150 $pin_s "$bin" "$@" >"$out/srv.log" 2>&1 &
+		spid=$!
 		sleep $try
 		if timeout 120 $pin_c "$bin" "$@" "$addr" >"$out/cli.log" 2>&1; then crc=0; else crc=$?; fi
-		[ $crc -eq 0 ] && break
-		kill -0 $spid 2>/dev/null || break
-		grep -q REJECTED "$out/cli.log" || break
-		echo "perftest client: connection rejected (server not listening yet?), try $((try + 1))"
+		if [ $crc -ne 0 ] && grep -q REJECTED "$out/cli.log" && [ $try -lt 3 ]; then
+			kill $spid 2>/dev/null; wait $spid 2>/dev/null
+			echo "perftest client: connection rejected (server not listening yet?), restarting the pair, try $((try + 1))"
+			continue
+		fi
+		wait $spid; src=$?
+		break
 	done
-	wait $spid; src=$?
 	cat "$out/cli.log"
 	[ $crc -eq 0 ] && [ $src -eq 0 ]
 }
@@ -58,7 +61,7 @@ bench_group() {
 		for spec in $specs; do
 			op=${spec%%:*}; rest=${spec#*:}; sz=${rest%%:*}; it=$iters
 			[ "$rest" != "$sz" ] && it=${rest#*:}
-			case $op in read) rop=read;; write) rop=wpp;; atomic) rop=fadd;; *) echo "bad spec $spec"; rc=1; continue;; esac
+			case $op in read) rop="read";; write) rop="wpp";; atomic) rop=fadd;; *) echo "bad spec $spec"; rc=1; continue;; esac
 			echo "== [$group round $r] A: ib_${op}_lat -R -s $sz -n $it"
 			if pt "ib_${op}_lat" -R -s "$sz" -n "$it"; then
 				v=$(p50 "$sz")

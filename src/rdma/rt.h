@@ -68,6 +68,12 @@ struct rt_ctx_cfg {
 	 * CPUs; malformed or nothing left -> rt_ctx_new gives RDMAPS_E_INVAL). */
 	const char *cpuset;
 	int pin_progress;         /* nonzero: the TCP progress thread runs on cpuset */
+	/* verbs: how long rt_poll / rt_flush busy-poll the CQ before sleeping on
+	 * the completion channel: 0 = default (1000 us), > 0 = that many us,
+	 * < 0 = never sleep (spin until the timeout, like perftest).  A wait
+	 * longer than the budget pays a wake-up.  TCP: ignored (it blocks in
+	 * recv). */
+	int poll_spin_us;
 };
 
 struct rt_grant {

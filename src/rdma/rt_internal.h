@@ -22,6 +22,7 @@ struct rt_ctx {
 	int numa_node;              /* resolved node, -1 = default policy */
 	cpu_set_t cpus;             /* CPUs near the device (locality.c) */
 	int pin_progress;           /* TCP: progress thread created with affinity cpus */
+	int poll_spin_us;           /* verbs: busy-poll budget, us; < 0 = no sleeping */
 	void *backend;              /* backend-private state */
 };
 

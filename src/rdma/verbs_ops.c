@@ -20,6 +20,17 @@ uint64_t verbs_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t verbs_spin_ms(const struct rt_ctx *ctx)
+{
+	int us = ctx->poll_spin_us;
+
+	if (us < 0)
+		return UINT64_MAX;
+	if (us == 0)
+		return VERBS_SPIN_MS;
+	return ((uint64_t)us + 999) / 1000;
+}
+
 static const char *op_name(unsigned op)
 {
 	switch (op) {
@@ -280,7 +291,7 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 				deadline = now + (uint64_t)timeout_ms;
 			} else if (now >= deadline) {
 				return 0;
-			} else if (now - start >= VERBS_SPIN_MS) {
+			} else if (now - start >= verbs_spin_ms(c->ctx)) {
 				/* long wait: sleep on the completion channel */
 				uint64_t left = deadline - now;
 
@@ -331,7 +342,7 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 	}
 	target = vc->head;
 	/* busy-poll first (like rt_poll: VERBS_SPIN_CHECK polls between clock
-	 * reads, VERBS_SPIN_MS in all), then sleep on the completion channel */
+	 * reads, cfg.poll_spin_us in all), then sleep on the completion channel */
 	while (vc->tail < target && !vc->broken) {
 		int n = verbs_progress(c);
 
@@ -349,7 +360,7 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 			now = verbs_now_ms();
 			if (now >= deadline)
 				break;
-			if (now - start < VERBS_SPIN_MS)
+			if (now - start < verbs_spin_ms(c->ctx))
 				continue;
 			verbs_cq_wait(vc, deadline - now > 100 ? 100 : (int)(deadline - now));
 			verbs_check_cm_events(c);
