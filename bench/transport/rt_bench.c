@@ -1,13 +1,16 @@
 /* rt_bench: transport latency, perftest style.
  *
- *   rt_bench [--transport tcp|rdma] [--addr HOST] [--op read|write|fadd|all]
- *            [--min-size B] [--max-size B] [--iters N] [--warmup N]
+ *   rt_bench [--transport tcp|rdma] [--addr HOST] [--op read,write,fadd,wpp|all]
+ *            [--min-size B] [--max-size B] [--sizes B,..] [--iters N] [--warmup N]
  *            [--warmup-ms MS] [--json FILE] [--raw-tcp] [--no-pin]
  *            [--perftest FILE] [--help]
  *
  * Forks a server on HOST (default 127.0.0.1) and measures, from the client,
  * the ROUND TRIP of one signaled operation (post -> completion polled):
- * READ, WRITE (signaled: completion = target acknowledged), FETCH_ADD (8 B).
+ * READ, WRITE (signaled: completion = target acknowledged), FETCH_ADD (8 B),
+ * and with --op wpp WRITE_PP: a WRITE ping-pong like ib_write_lat's (we
+ * WRITE, the server polls its memory and WRITEs back, we poll ours).  The
+ * server otherwise polls nothing (like perftest's passive side).
  * Sizes are powers of 4 from --min-size (8) to --max-size (1 MiB), plus
  * --max-size itself.  Warm-up: --warmup ops or --warmup-ms, whichever ends
  * first; samples are then reset.  Every sample is kept (no tail dropped);
@@ -44,16 +47,21 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rdma/rt.h"
 
 #define MAXS 32
-#define BUF_LEN ((size_t)(1u << 20) + 4096)
+#define MAX_SIZE ((size_t)1 << 20)
+/* [0, MAX_SIZE): READ sink / WRITE target / ping-pong receive area;
+ * [SRC_OFF, SRC_OFF + MAX_SIZE): ping-pong source area */
+#define SRC_OFF (MAX_SIZE + 4096)
+#define BUF_LEN (SRC_OFF + MAX_SIZE)
 
-enum bop { B_READ, B_WRITE, B_FADD, B_N };
-static const char *bop_name[B_N] = { "READ", "WRITE", "FETCH_ADD" };
+enum bop { B_READ, B_WRITE, B_FADD, B_WPP, B_N };
+static const char *bop_name[B_N] = { "READ", "WRITE", "FETCH_ADD", "WRITE_PP" };
 
 struct opts {
 	enum rt_kind kind;
@@ -65,6 +73,10 @@ struct opts {
 	int raw_only;
 	int pin;         /* client on the first CPU, servers on the last */
 	const char *perftest; /* perftest_p50.txt (docs/ci.md) or NULL */
+	int timer_cycles;     /* rdtsc (default where available) or clock_gettime */
+	int spin_us;          /* rt_ctx_cfg.poll_spin_us (-1: busy-poll, like perftest) */
+	size_t list[MAXS];    /* --sizes: exact sizes (READ/WRITE/WRITE_PP) */
+	int nlist;
 };
 
 static const struct opts *g_o;
@@ -98,12 +110,71 @@ struct result {
 static struct result g_res[2 * B_N * MAXS];
 static int g_nres;
 
-static double now_us(void)
+static double clock_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* The timer.  perftest times with the cycle counter (rdtsc) and converts
+ * with "cpu MHz" from /proc/cpuinfo unless that is more than 2% off the rate
+ * it measures, then with the measured rate.  We do the same (own code, same
+ * rule), so both report in the same units, and reading the timer costs the
+ * same: clock_gettime() is a system call plus an emulated HPET read in the
+ * TCG guest (clocksource hpet), several us per op that perftest never pays.
+ * --timer clock uses clock_gettime(CLOCK_MONOTONIC) instead. */
+static double g_cyc_per_us;      /* 0: clock_gettime */
+static double g_mhz_proc, g_mhz_measured;
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static double cycles(void) { return (double)__rdtsc(); }
+static int have_cycles(void) { return 1; }
+#else
+static double cycles(void) { return 0; }
+static int have_cycles(void) { return 0; }
+#endif
+
+static double proc_cpu_mhz(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+	double mhz = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "cpu MHz : %lf", &mhz) == 1)
+			break;
+	fclose(f);
+	return mhz;
+}
+
+static void timer_init(int use_cycles)
+{
+	double t0, c0, t1, c1;
+
+	if (!use_cycles || !have_cycles())
+		return;
+	t0 = clock_us();
+	c0 = cycles();
+	do
+		t1 = clock_us();
+	while (t1 - t0 < 200000); /* 200 ms: the two reads' cost is noise */
+	c1 = cycles();
+	g_mhz_measured = (c1 - c0) / (t1 - t0);
+	g_mhz_proc = proc_cpu_mhz();
+	if (g_mhz_proc > 0 && fabs(g_mhz_proc - g_mhz_measured) / g_mhz_proc <= 0.02)
+		g_cyc_per_us = g_mhz_proc;
+	else
+		g_cyc_per_us = g_mhz_measured;
+}
+
+static double now_us(void)
+{
+	return g_cyc_per_us ? cycles() / g_cyc_per_us : clock_us();
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -177,6 +248,10 @@ static int sizes(const struct opts *o, enum bop op, size_t *out)
 		out[0] = 8;
 		return 1;
 	}
+	if (o->nlist) {
+		memcpy(out, o->list, sizeof(size_t) * (size_t)o->nlist);
+		return o->nlist;
+	}
 	for (size_t s = o->min_size; s <= o->max_size && n < MAXS - 1; s *= 4)
 		out[n++] = s;
 	if (n && out[n - 1] != o->max_size)
@@ -186,14 +261,65 @@ static int sizes(const struct opts *o, enum bop op, size_t *out)
 
 /* ------------------------------------------------------------ rt */
 
-static int rt_server(const struct opts *o, int port_fd)
+/* WRITE ping-pong responder (the target half of ib_write_lat): wait until
+ * the last byte of buf[0, len) becomes seq, then WRITE len bytes from
+ * buf[SRC_OFF..] (last byte = seq) into the peer's buf[0, len).  Commands
+ * come on ctl (u64 len: zero the area, ack on ack_fd, answer pings of that
+ * size; EOF: stop).  Returns 0 at EOF. */
+static int pp_serve(struct rt_conn *conn, uint8_t *buf, int ctl, int ack_fd)
 {
-	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1 };
+	uint64_t len = 0;
+	uint8_t seq = 1;
+
+	for (;;) {
+		volatile uint8_t *last;
+		unsigned spins = 0;
+		ssize_t n = read(ctl, &len, sizeof(len));
+
+		if (n == 0)
+			return 0;
+		if (n != sizeof(len) || len == 0 || len > MAX_SIZE)
+			return 1;
+		memset(buf, 0, MAX_SIZE);
+		memset(buf + SRC_OFF, 0, MAX_SIZE);
+		seq = 1;
+		if (write(ack_fd, &len, sizeof(len)) != sizeof(len))
+			return 1;
+		last = buf + len - 1;
+		for (;;) {
+			struct pollfd pf = { .fd = ctl, .events = POLLIN };
+			int rc;
+
+			if (*last != seq) {
+				/* a new command (next row, or EOF) ends this row; the
+				 * check is a system call, so only every 65536 spins
+				 * (perftest's passive side makes none while it spins) */
+				if ((++spins & 65535) == 0 && poll(&pf, 1, 0) > 0)
+					break;
+				continue;
+			}
+			buf[SRC_OFF + len - 1] = seq;
+			rc = rt_write(conn, 0, SRC_OFF, 0, 0, len, 0, RT_F_INLINE);
+			if (rc) {
+				fprintf(stderr, "server: ping-pong write: %s\n", rdmaps_strerror(rc));
+				return 1;
+			}
+			seq = (uint8_t)(seq % 255 + 1);
+		}
+	}
+}
+
+/* The target: serves one client's one-sided ops (verbs: the NIC; TCP: the
+ * progress thread) without polling anything itself, like perftest's passive
+ * side, and answers write ping-pongs when told to (ctl).  Ends at EOF on ctl. */
+static int rt_server(const struct opts *o, int port_fd, int ctl, int ack_fd)
+{
+	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1,
+				  .poll_spin_us = o->spin_us };
 	struct rt_ctx *ctx = NULL;
 	struct rt_listener *lst = NULL;
 	struct rt_request *req = NULL;
 	struct rt_conn *conn = NULL;
-	struct rt_completion c;
 	uint16_t port;
 	void *buf;
 	int rc;
@@ -216,14 +342,13 @@ static int rt_server(const struct opts *o, int port_fd)
 		fprintf(stderr, "server: accept_grant: %s\n", rdmaps_strerror(rc));
 		return 1;
 	}
-	/* the progress thread serves; wait until the client goes away */
-	while ((rc = rt_poll(conn, &c, 1, 1000)) >= 0)
-		;
+	rc = pp_serve(conn, buf, ctl, ack_fd);
+	rt_flush(conn, 10000);
 	rt_conn_delete(&conn);
 	rt_listener_delete(&lst);
 	rt_free(ctx, buf, BUF_LEN);
 	rt_ctx_delete(&ctx);
-	return 0;
+	return rc;
 }
 
 static int rt_one(struct rt_conn *conn, enum bop op, size_t len)
@@ -233,7 +358,7 @@ static int rt_one(struct rt_conn *conn, enum bop op, size_t len)
 
 	switch (op) {
 	case B_READ: rc = rt_read(conn, 0, 0, 0, 0, len, 1, RT_F_SIGNALED); break;
-	case B_WRITE: rc = rt_write(conn, 0, 0, 0, 0, len, 1, RT_F_SIGNALED); break;
+	case B_WRITE: rc = rt_write(conn, 0, 0, 0, 0, len, 1, RT_F_SIGNALED | RT_F_INLINE); break;
 	default: rc = rt_fetch_add(conn, 0, 0, 0, 0, 1, 1, RT_F_SIGNALED); break;
 	}
 	if (rc)
@@ -249,27 +374,85 @@ static int rt_one(struct rt_conn *conn, enum bop op, size_t len)
 struct rt_side {
 	struct rt_ctx *ctx;
 	struct rt_conn *conn;
-	void *buf;
+	uint8_t *buf;
 	pid_t pid;
 	const char *impl;
+	int ctl, ack;       /* commands to / acks from the server */
+	uint8_t seq;        /* ping-pong sequence byte */
 };
+
+/* One WRITE ping-pong (ib_write_lat's initiator half): WRITE len bytes
+ * (last byte = seq) unsignaled, then spin on our own memory until the
+ * server's WRITE of len bytes (last byte = seq) has landed.  The round trip
+ * is two one-way WRITEs, each detected by the other side polling memory. */
+static int rt_pp_one(struct rt_side *r, size_t len)
+{
+	volatile uint8_t *last = r->buf + len - 1;
+	uint8_t seq = r->seq;
+	unsigned spins = 0;
+	double t0 = now_us();
+	int rc;
+
+	r->buf[SRC_OFF + len - 1] = seq;
+	rc = rt_write(r->conn, 0, SRC_OFF, 0, 0, len, 0, RT_F_INLINE);
+	if (rc)
+		return rc;
+	while (*last != seq) {
+		if ((++spins & 4095) == 0) {
+			struct rt_completion c;
+			int n = rt_poll(r->conn, &c, 1, 0); /* unsignaled: only failures */
+
+			if (n < 0)
+				return n;
+			if (n > 0 && c.status)
+				return c.status;
+			if (now_us() - t0 > 10e6) /* the timer: no system call */
+				return RDMAPS_E_TIMEOUT;
+		}
+	}
+	r->seq = (uint8_t)(seq % 255 + 1);
+	return 0;
+}
+
+/* Tell the server the next ping-pong size; it zeroes its areas and acks. */
+static int rt_pp_start(struct rt_side *r, size_t len)
+{
+	uint64_t l = len, a = 0;
+
+	memset(r->buf, 0, MAX_SIZE);
+	memset(r->buf + SRC_OFF, 0, MAX_SIZE);
+	r->seq = 1;
+	if (write(r->ctl, &l, sizeof(l)) != sizeof(l) || read(r->ack, &a, sizeof(a)) != sizeof(a) ||
+	    a != l) {
+		fprintf(stderr, "rt_bench: ping-pong server did not answer\n");
+		return -1;
+	}
+	return 0;
+}
 
 static int rt_setup(const struct opts *o, struct rt_side *r)
 {
-	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1 };
+	struct rt_ctx_cfg cfg = { .kind = o->kind, .bind_host = o->addr, .numa_node = -1,
+				  .poll_spin_us = o->spin_us };
 	struct rt_hello h = { 1, 0, 0 };
-	int pp[2], rc;
+	int pp[2], ctl[2], ack[2], rc;
 	uint16_t port;
 
-	if (pipe(pp))
+	if (pipe(pp) || pipe(ctl) || pipe(ack))
 		return 1;
 	r->pid = fork();
 	if (r->pid == 0) {
 		close(pp[0]);
+		close(ctl[1]);
+		close(ack[0]);
 		pin_to(1);
-		_exit(rt_server(o, pp[1]));
+		_exit(rt_server(o, pp[1], ctl[0], ack[1]));
 	}
 	close(pp[1]);
+	close(ctl[0]);
+	close(ack[1]);
+	r->ctl = ctl[1];
+	r->ack = ack[0];
 	if (read(pp[0], &port, 2) != 2) {
 		fprintf(stderr, "server did not start\n");
 		return 1;
@@ -281,7 +464,8 @@ static int rt_setup(const struct opts *o, struct rt_side *r)
 	}
 	r->impl = rt_ctx_kind(r->ctx) == RT_RDMA ? "rt-rdma" : "rt-tcp";
 	r->buf = rt_alloc(r->ctx, BUF_LEN);
-	struct rt_grant g = { 0, r->buf, BUF_LEN, RT_RIGHT_NONE };
+	/* WRITE: the server's ping-pong answers land here */
+	struct rt_grant g = { 0, r->buf, BUF_LEN, RT_RIGHT_WRITE };
 	if ((rc = rt_connect(r->ctx, o->addr, port, &h, &g, 1, 10000, &r->conn))) {
 		fprintf(stderr, "client: connect: %s\n", rdmaps_strerror(rc));
 		return 1;
@@ -293,10 +477,12 @@ static void rt_teardown(struct rt_side *r)
 {
 	int st;
 
+	close(r->ctl); /* EOF: the server finishes */
+	close(r->ack);
+	waitpid(r->pid, &st, 0);
 	rt_conn_delete(&r->conn);
 	rt_free(r->ctx, r->buf, BUF_LEN);
 	rt_ctx_delete(&r->ctx);
-	waitpid(r->pid, &st, 0);
 }
 
 /* ------------------------------------------------------------ raw TCP */
@@ -335,9 +521,12 @@ static int raw_server(int lfd)
 		return 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	while (full_io(fd, &h, sizeof(h), 0) == 0) {
-		if (h.len > BUF_LEN)
+		if (h.len > MAX_SIZE)
 			return 1;
-		if (h.op == B_READ) {
+		/* WRITE_PP reference: receive len bytes, echo them back */
+		if (h.op == B_WPP && full_io(fd, buf, h.len, 0))
+			return 1;
+		if (h.op == B_READ || h.op == B_WPP) {
 			struct iovec iov[2] = { { &h, sizeof(h) }, { buf, h.len } };
 			struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
 			ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
@@ -371,7 +560,7 @@ static int raw_one(int fd, uint8_t *buf, enum bop op, size_t len)
 {
 	struct raw_hdr h = { (uint32_t)op, 0, op == B_FADD ? 8 : len };
 
-	if (op == B_WRITE) {
+	if (op == B_WRITE || op == B_WPP) {
 		struct iovec iov[2] = { { &h, sizeof(h) }, { buf, len } };
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
 		ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
@@ -387,7 +576,9 @@ static int raw_one(int fd, uint8_t *buf, enum bop op, size_t len)
 			if (full_io(fd, buf + off, len - off, 1))
 				return -1;
 		}
-		return full_io(fd, &h, sizeof(h), 0);
+		if (full_io(fd, &h, sizeof(h), 0))
+			return -1;
+		return op == B_WPP ? full_io(fd, buf, len, 0) : 0;
 	}
 	if (full_io(fd, &h, sizeof(h), 1) || full_io(fd, &h, sizeof(h), 0))
 		return -1;
@@ -446,7 +637,7 @@ static void raw_teardown(struct raw_side *r)
 static int one(struct rt_side *rt, struct raw_side *raw, int which, enum bop op, size_t len)
 {
 	if (which == 0) {
-		int rc = rt_one(rt->conn, op, len);
+		int rc = op == B_WPP ? rt_pp_one(rt, len) : rt_one(rt->conn, op, len);
 
 		if (rc)
 			fprintf(stderr, "rt op failed: %s\n", rdmaps_strerror(rc));
@@ -474,6 +665,9 @@ static int measure(const struct opts *o, struct rt_side *rt, struct raw_side *ra
 		ns = sizes(o, (enum bop)op, sz);
 		for (int k = 0; k < ns; k++) {
 			long n = iters_for(o, sz[k]), done[2] = { 0, 0 };
+
+			if (op == B_WPP && use[0] && rt_pp_start(rt, sz[k]))
+				return 1;
 
 			for (int w = 0; w < 2; w++) {
 				double w0 = now_us();
@@ -692,12 +886,21 @@ static void pt_report(const struct opts *o, FILE *f, int json)
 	if (!json)
 		printf("\n# vs-perftest: p50_ratio = ours / perftest, both ROUND TRIPS (p50, us).\n"
 		       "# read, atomic: ib_read_lat, ib_atomic_lat report full round trips: as is.\n"
-		       "# write: ib_write_lat reports HALF its ping-pong round trip; our signaled "
-		       "WRITE is a full\n# round trip (completion = target ack), so it is compared "
-		       "with 2 x perftest (perftest_file_us = as in the file).\n");
+		       "# write: ib_write_lat reports HALF its ping-pong round trip, so ours is "
+		       "compared with\n# 2 x perftest (perftest_file_us = as in the file).  Ours "
+		       "= WRITE_PP (the same ping-pong:\n# WRITE, peer polls memory, WRITEs back) "
+		       "when measured (--op ...,wpp), else the\n# signaled WRITE (one WRITE + the "
+		       "responder's ACK: not the same thing).\n");
 	for (int i = 0; i < g_npt; i++) {
 		const struct pt_row *p = &g_pt[i];
 		const struct result *r = find("rt-rdma", p->bop, p->bytes);
+		const char *ours = bop_name[p->bop];
+
+		/* write: our ping-pong measures exactly what ib_write_lat does */
+		if (p->bop == B_WRITE && find("rt-rdma", B_WPP, p->bytes)) {
+			r = find("rt-rdma", B_WPP, p->bytes);
+			ours = bop_name[B_WPP];
+		}
 
 		if (!r) {
 			if (!json)
@@ -708,13 +911,13 @@ static void pt_report(const struct opts *o, FILE *f, int json)
 		if (json)
 			fprintf(f, "%s\n    {\"op\": \"%s\", \"bytes\": %zu, \"p50_ratio\": %.3f, "
 				"\"ours_p50_us\": %.3f, \"perftest_rtt_p50_us\": %.3f, "
-				"\"perftest_file_us\": %.3f}",
+				"\"perftest_file_us\": %.3f, \"ours\": \"%s\"}",
 				first ? "" : ",", p->op, p->bytes, r->s.p50 / p->rtt, r->s.p50, p->rtt,
-				p->p50);
+				p->p50, ours);
 		else
 			printf("vs-perftest %s %zu p50_ratio=%.3f ours_p50_us=%.2f "
-			       "perftest_rtt_p50_us=%.2f perftest_file_us=%.2f\n",
-			       p->op, p->bytes, r->s.p50 / p->rtt, r->s.p50, p->rtt, p->p50);
+			       "perftest_rtt_p50_us=%.2f perftest_file_us=%.2f ours=%s\n",
+			       p->op, p->bytes, r->s.p50 / p->rtt, r->s.p50, p->rtt, p->p50, ours);
 		first = 0;
 	}
 }
@@ -753,23 +956,80 @@ static int write_json(const struct opts *o)
 	return fclose(f) ? 1 : 0;
 }
 
+/* "read,write,fadd,wpp" or "all" (= read,write,fadd) -> bit mask; 0 or -1. */
+static int parse_ops(const char *val, int *mask)
+{
+	static const char *names[B_N] = { "read", "write", "fadd", "wpp" };
+	char tmp[128], *save = NULL;
+
+	if (snprintf(tmp, sizeof(tmp), "%s", val) >= (int)sizeof(tmp))
+		return -1;
+	*mask = 0;
+	for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int k;
+
+		if (!strcmp(t, "all")) {
+			*mask |= 7;
+			continue;
+		}
+		for (k = 0; k < B_N && strcmp(t, names[k]); k++)
+			;
+		if (k == B_N)
+			return -1;
+		*mask |= 1 << k;
+	}
+	return *mask ? 0 : -1;
+}
+
+static int parse_sizes(const char *val, struct opts *o)
+{
+	const char *p = val;
+
+	o->nlist = 0;
+	while (*p) {
+		char *end;
+		unsigned long long v;
+
+		if (!isdigit((unsigned char)*p) || o->nlist == MAXS)
+			return -1;
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		if (errno || v < 1 || v > MAX_SIZE)
+			return -1;
+		o->list[o->nlist++] = (size_t)v;
+		p = end;
+		if (*p == ',' && p[1])
+			p++;
+		else if (*p)
+			return -1;
+	}
+	return o->nlist ? 0 : -1;
+}
+
 static void usage(FILE *f, const char *p)
 {
 	fprintf(f,
-		"usage: %s [--transport tcp|rdma] [--addr HOST] [--op read|write|fadd|all]\n"
-		"          [--min-size B] [--max-size B] [--iters N] [--warmup N] [--warmup-ms MS]\n"
+		"usage: %s [--transport tcp|rdma] [--addr HOST] [--op read,write,fadd,wpp|all]\n"
+		"          [--min-size B] [--max-size B] [--sizes B,B,..] [--iters N] [--warmup N]\n"
+		"          [--warmup-ms MS] [--timer cycles|clock] [--spin-us N]\n"
 		"          [--json FILE] [--raw-tcp] [--no-pin] [--perftest FILE] [--help]\n"
 		"  --perftest FILE  perftest p50s, lines \"<op> <bytes> <p50_us>\" (op read|write|\n"
 		"                   atomic, docs/ci.md); after an rdma run prints\n"
 		"                   \"vs-perftest <op> <bytes> p50_ratio=ours/perftest\", round trip\n"
-		"                   vs round trip (ib_write_lat's one-way figure is doubled)\n", p);
+		"                   vs round trip (ib_write_lat's one-way figure is doubled)\n"
+		"  --op wpp         WRITE ping-pong (what ib_write_lat measures): WRITE, the peer\n"
+		"                   polls its memory and WRITEs back; table figure = round trip\n"
+		"  --sizes LIST     exactly these sizes (instead of powers of 4 from --min-size)\n"
+		"  --timer T        cycles (default: rdtsc, converted like perftest) or clock\n"
+		"  --spin-us N      rt_ctx_cfg.poll_spin_us: -1 (default) busy-poll like perftest,\n"
+		"                   0 the library default (1000 us, then sleep), N us\n", p);
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o = { .kind = RT_TCP, .addr = "127.0.0.1", .ops_mask = 7, .min_size = 8,
 			  .max_size = 1u << 20, .iters = 2000, .warmup = 200, .warmup_ms = 500,
-			  .pin = 1 };
+			  .pin = 1, .timer_cycles = 1, .spin_us = -1 };
 	struct rt_side rt;
 	struct raw_side raw;
 	double *v[2];
@@ -803,8 +1063,34 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--addr")) {
 			o.addr = val;
 		} else if (!strcmp(a, "--op")) {
-			o.ops_mask = !strcmp(val, "read") ? 1 : !strcmp(val, "write") ? 2 :
-				     !strcmp(val, "fadd") ? 4 : !strcmp(val, "all") ? 7 : 0;
+			if (parse_ops(val, &o.ops_mask)) {
+				fprintf(stderr, "rt_bench: bad --op \"%s\" (read, write, fadd, wpp, all; "
+					"comma-separated)\n", val);
+				return 2;
+			}
+		} else if (!strcmp(a, "--spin-us")) {
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(val, &end, 10);
+			if (errno || *end || end == val || v < -1 || v > 10000000) {
+				fprintf(stderr, "rt_bench: bad --spin-us \"%s\" (-1, 0 or us)\n", val);
+				return 2;
+			}
+			o.spin_us = (int)v;
+		} else if (!strcmp(a, "--timer")) {
+			if (strcmp(val, "cycles") && strcmp(val, "clock")) {
+				fprintf(stderr, "rt_bench: bad --timer \"%s\" (cycles or clock)\n", val);
+				return 2;
+			}
+			o.timer_cycles = !strcmp(val, "cycles");
+		} else if (!strcmp(a, "--sizes")) {
+			if (parse_sizes(val, &o)) {
+				fprintf(stderr, "rt_bench: bad --sizes \"%s\" (comma-separated byte "
+					"counts, 1..%zu, at most %d)\n", val, MAX_SIZE, MAXS);
+				return 2;
+			}
 		} else if (!strcmp(a, "--min-size")) {
 			o.min_size = strtoul(val, NULL, 0);
 		} else if (!strcmp(a, "--max-size")) {
@@ -825,7 +1111,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!o.ops_mask || o.min_size < 1 || o.max_size < o.min_size ||
-	    o.max_size > BUF_LEN - 4096 || o.iters < 1 || o.warmup < 0 || o.warmup_ms < 0) {
+	    o.max_size > MAX_SIZE || o.iters < 1 || o.warmup < 0 || o.warmup_ms < 0) {
 		usage(stderr, argv[0]);
 		return 2;
 	}
@@ -836,11 +1122,19 @@ int main(int argc, char **argv)
 	if (!v[0] || !v[1])
 		return 1;
 	printf("# rt_bench transport=%s addr=%s iters<=%ld (<=256 MiB per row, >=200) "
-	       "warmup=%ld ops or %ld ms pin=%s\n# all figures are ROUND TRIPS: READ, FETCH_ADD and "
-	       "signaled WRITE completions\n",
+	       "warmup=%ld ops or %ld ms pin=%s spin_us=%d\n# all figures are ROUND TRIPS: READ, FETCH_ADD, "
+	       "signaled WRITE completions, WRITE_PP ping-pongs\n",
 	       o.raw_only ? "raw-tcp" : rt_kind_name(o.kind), o.addr, o.iters, o.warmup,
-	       o.warmup_ms, o.pin ? "client:cpu0,servers:last-cpu" : "no");
+	       o.warmup_ms, o.pin ? "client:cpu0,servers:last-cpu" : "no", o.spin_us);
 	g_o = &o;
+	timer_init(o.timer_cycles);
+	if (g_cyc_per_us)
+		printf("# timer: cycle counter at %.3f MHz (%s; /proc/cpuinfo cpu MHz %.3f, measured "
+		       "%.3f), perftest's rule\n", g_cyc_per_us,
+		       g_cyc_per_us == g_mhz_proc ? "/proc/cpuinfo" : "measured: /proc is >2% off",
+		       g_mhz_proc, g_mhz_measured);
+	else
+		printf("# timer: clock_gettime(CLOCK_MONOTONIC)\n");
 	pin_to(0);
 	want_rt = !o.raw_only;
 	want_raw = o.raw_only || o.kind == RT_TCP;

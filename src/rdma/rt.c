@@ -143,11 +143,17 @@ int rt_ctx_new(const struct rt_ctx_cfg *cfg, struct rt_ctx **out)
 	ctx->kind = kind;
 	ctx->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 10000;
 	ctx->numa_node = cfg->numa_node;
+	ctx->poll_spin_us = cfg->poll_spin_us ? cfg->poll_spin_us : 1000;
 	if (cfg->auth_token) {
 		size_t n = strnlen(cfg->auth_token, RT_TOKEN_MAX);
 
 		memcpy(ctx->token, cfg->auth_token, n);
 		ctx->token_len = n;
+	}
+	rc = rt_locality_init(ctx, cfg);
+	if (rc) {
+		free(ctx);
+		return rc;
 	}
 	rc = ops->ctx_init(ctx, cfg);
 	if (rc) {

@@ -31,6 +31,7 @@
 #ifndef RDMAPS_RT_H
 #define RDMAPS_RT_H
 
+#include <sched.h>  /* cpu_set_t (the project builds with _GNU_SOURCE) */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +61,19 @@ struct rt_ctx_cfg {
 	int timeout_ms;           /* default timeout for set-up waits (0 -> 10000) */
 	const char *auth_token;   /* NULL or "" = none; at most RT_TOKEN_MAX bytes used */
 	int numa_node;            /* -1 = near the RDMA device (hwloc), or local node */
+	/* Locality (rt_ctx_cpuset / rt_pin_thread).  NULL or "": the CPUs near
+	 * the RDMA device serving bind_host (hwloc), or every CPU this process
+	 * may run on when the machine has one NUMA node / no device is known.
+	 * Else a Linux CPU list, e.g. "0-3,8" (intersected with the allowed
+	 * CPUs; malformed or nothing left -> rt_ctx_new gives RDMAPS_E_INVAL). */
+	const char *cpuset;
+	int pin_progress;         /* nonzero: the TCP progress thread runs on cpuset */
+	/* verbs: how long rt_poll / rt_flush busy-poll the CQ before sleeping on
+	 * the completion channel: 0 = default (1000 us), > 0 = that many us,
+	 * < 0 = never sleep (spin until the timeout, like perftest).  A wait
+	 * longer than the budget pays a wake-up.  TCP: ignored (it blocks in
+	 * recv). */
+	int poll_spin_us;
 };
 
 struct rt_grant {
@@ -110,6 +124,17 @@ enum rt_kind rt_ctx_kind(const struct rt_ctx *ctx);
 const char *rt_kind_name(enum rt_kind k);
 /* Parse "auto" | "rdma" | "tcp"; returns RDMAPS_E_INVAL otherwise. */
 int rt_kind_parse(const char *s, enum rt_kind *k);
+
+/* The context's locality cpuset (see rt_ctx_cfg.cpuset), resolved once in
+ * rt_ctx_new.  RDMAPS_E_INVAL for NULL arguments. */
+int rt_ctx_cpuset(const struct rt_ctx *ctx, cpu_set_t *set);
+/* The same as a Linux CPU list ("0-3,8"); RDMAPS_E_INVAL if buf is too small. */
+int rt_ctx_cpulist(const struct rt_ctx *ctx, char *buf, size_t len);
+/* Pin the calling thread to the context's cpuset: for the thread that polls
+ * (the verbs backend has no thread of its own).  With one NUMA node and no
+ * cfg.cpuset this keeps every allowed CPU, i.e. changes nothing.
+ * RDMAPS_OK, RDMAPS_E_INVAL (NULL), RDMAPS_E_IO (logged). */
+int rt_pin_thread(const struct rt_ctx *ctx);
 
 /* Memory suitable for registration: page-aligned, zeroed, on the context's
  * NUMA node (near the RDMA device when known).  Free with rt_free(). */

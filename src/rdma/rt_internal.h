@@ -7,6 +7,8 @@
 #ifndef RDMAPS_RT_INTERNAL_H
 #define RDMAPS_RT_INTERNAL_H
 
+#include <sched.h>
+
 #include "rt.h"
 
 struct rt_ops;
@@ -18,6 +20,9 @@ struct rt_ctx {
 	char token[RT_TOKEN_MAX];   /* zero-padded */
 	size_t token_len;
 	int numa_node;              /* resolved node, -1 = default policy */
+	cpu_set_t cpus;             /* CPUs near the device (locality.c) */
+	int pin_progress;           /* TCP: progress thread created with affinity cpus */
+	int poll_spin_us;           /* verbs: busy-poll budget, us; < 0 = no sleeping */
 	void *backend;              /* backend-private state */
 };
 
@@ -99,5 +104,18 @@ int rt_grants_to_local(struct rt_conn *c, const struct rt_grant *g, int n);
  * machine has a single node.  (numa.c) */
 struct ibv_device;
 int rt_numa_node_of_device(struct ibv_device *dev);
+
+/* locality.c: resolve ctx->cpus / ctx->pin_progress from cfg (see there);
+ * RDMAPS_E_INVAL for a bad or unusable cfg->cpuset. */
+int rt_locality_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg);
+/* Linux CPU list "0-3,8" <-> cpu_set_t; RDMAPS_E_INVAL on a malformed list,
+ * a CPU >= CPU_SETSIZE, a reversed range, or a buffer too small. */
+int rt_cpulist_parse(const char *s, cpu_set_t *set);
+int rt_cpulist_format(const cpu_set_t *set, char *buf, size_t len);
+/* hwloc: cpuset of a verbs device; 0, or -1 when unknown. */
+int rt_cpuset_of_device(struct ibv_device *dev, cpu_set_t *set);
+/* verbs_dev.c: cpuset of the device serving host (NULL = first active);
+ * 0, or -1 when no device / unknown. */
+int rt_verbs_device_cpuset(const char *host, cpu_set_t *set);
 
 #endif

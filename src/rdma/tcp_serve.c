@@ -317,6 +317,38 @@ static void *serve_main(void *arg)
 	return NULL;
 }
 
+/* Start the progress thread, created on ctx->cpus when pin_progress is set
+ * (so it never runs elsewhere, not even briefly), named "rt-progress". */
+static int start_thread(struct rt_ctx *ctx)
+{
+	struct tcp_ctx *tc = ctx->backend;
+	pthread_attr_t attr;
+	int err;
+
+	err = pthread_attr_init(&attr);
+	if (err) {
+		RDMAPS_ERR("tcp: pthread_attr_init failed: %s", strerror(err));
+		return RDMAPS_E_NOMEM;
+	}
+	if (ctx->pin_progress) {
+		err = pthread_attr_setaffinity_np(&attr, sizeof(ctx->cpus), &ctx->cpus);
+		if (err) {
+			RDMAPS_ERR("tcp: pthread_attr_setaffinity_np failed: %s", strerror(err));
+			pthread_attr_destroy(&attr);
+			return RDMAPS_E_IO;
+		}
+	}
+	err = pthread_create(&tc->thr, &attr, serve_main, ctx);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		RDMAPS_ERR("tcp: pthread_create(progress thread) failed: %s", strerror(err));
+		return err == EINVAL ? RDMAPS_E_IO : RDMAPS_E_NOMEM;
+	}
+	pthread_setname_np(tc->thr, "rt-progress"); /* cosmetic: top -H, tests */
+	tc->started = 1;
+	return RDMAPS_OK;
+}
+
 int tcp_serve_add(struct rt_ctx *ctx, struct rt_conn *conn, int fd)
 {
 	struct tcp_ctx *tc = ctx->backend;
@@ -334,14 +366,9 @@ int tcp_serve_add(struct rt_ctx *ctx, struct rt_conn *conn, int fd)
 	e.data.ptr = s;
 	pthread_mutex_lock(&tc->lock);
 	if (!tc->started) {
-		int err = pthread_create(&tc->thr, NULL, serve_main, ctx);
-
-		if (err) {
-			RDMAPS_ERR("tcp: pthread_create(progress thread) failed: %s", strerror(err));
-			rc = RDMAPS_E_NOMEM;
+		rc = start_thread(ctx);
+		if (rc)
 			goto out;
-		}
-		tc->started = 1;
 	}
 	if (epoll_ctl(tc->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
 		RDMAPS_ERR("tcp: epoll_ctl(ADD) failed: %s", strerror(errno));

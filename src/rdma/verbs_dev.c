@@ -79,8 +79,9 @@ static int dev_serves(struct ibv_device *dev, const union ibv_gid *gid)
 }
 
 /* The device serving host (NULL/wildcard: the first active one), called
- * with the device list held; fn(dev) is evaluated on it.  -1 = none. */
-static int with_device(const char *host, int (*fn)(struct ibv_device *))
+ * with the device list held; fn(dev, arg) is evaluated on it.  -1 = none. */
+static int with_device(const char *host, int (*fn)(struct ibv_device *, void *),
+		       void *arg)
 {
 	struct ibv_device **list;
 	union ibv_gid gid;
@@ -93,7 +94,7 @@ static int with_device(const char *host, int (*fn)(struct ibv_device *))
 		return -1;
 	for (int i = 0; i < n; i++) {
 		if (dev_serves(list[i], wild ? NULL : &gid)) {
-			r = fn(list[i]);
+			r = fn(list[i], arg);
 			break;
 		}
 	}
@@ -101,11 +102,18 @@ static int with_device(const char *host, int (*fn)(struct ibv_device *))
 	return r;
 }
 
-static int found(struct ibv_device *dev) { (void)dev; return 1; }
+static int found(struct ibv_device *dev, void *arg) { (void)dev; (void)arg; return 1; }
+static int node_of(struct ibv_device *dev, void *arg) { (void)arg; return rt_numa_node_of_device(dev); }
+static int cpuset_of(struct ibv_device *dev, void *set) { return rt_cpuset_of_device(dev, set); }
 
 int rt_verbs_probe(const char *host)
 {
-	return with_device(host, found) == 1;
+	return with_device(host, found, NULL) == 1;
+}
+
+int rt_verbs_device_cpuset(const char *host, cpu_set_t *set)
+{
+	return with_device(host, cpuset_of, set) == 0 ? 0 : -1;
 }
 
 int verbs_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
@@ -118,7 +126,7 @@ int verbs_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
 		return RDMAPS_E_NODEV;
 	}
 	if (cfg && cfg->numa_node < 0) {
-		int node = with_device(host, rt_numa_node_of_device);
+		int node = with_device(host, node_of, NULL);
 
 		ctx->numa_node = node >= 0 ? node : -1;
 	}

@@ -23,7 +23,12 @@
 #define VERBS_ACK_TIMEOUT 16         /* 4.096us * 2^16 = 268 ms per try */
 #define VERBS_RETRY 7
 #define VERBS_CTRL_BYTES 1024        /* grants table message buffer (each way) */
-#define VERBS_SPIN_MS 1              /* busy-poll this long before sleeping */
+#define VERBS_SPIN_MS 1              /* (default of cfg.poll_spin_us, in ms) */
+/* Busy-poll iterations between clock reads while waiting: a clock read can
+ * be a system call (hpet/acpi_pm clocksources, e.g. the TCG guest), and a
+ * READ round trip there is only ~150 polls; the first read comes after this
+ * many polls, so short waits read no clock at all. */
+#define VERBS_SPIN_CHECK 1024u
 
 /* Private data of rdma_connect (client hello), fixed little-endian layout:
  *   0  u16 magic 0x5244 ("DR" on the wire)   2 u8 version (1)   3 u8 role
@@ -148,5 +153,7 @@ int verbs_flush(struct rt_conn *c, int timeout_ms);
 /* Poll the CQ once into the stash (set-up helpers use it too). */
 int verbs_progress(struct rt_conn *c);
 uint64_t verbs_now_ms(void);
+/* ms to busy-poll before sleeping (ctx->poll_spin_us; UINT64_MAX = never). */
+uint64_t verbs_spin_ms(const struct rt_ctx *ctx);
 
 #endif

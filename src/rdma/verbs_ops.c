@@ -20,6 +20,17 @@ uint64_t verbs_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t verbs_spin_ms(const struct rt_ctx *ctx)
+{
+	int us = ctx->poll_spin_us;
+
+	if (us < 0)
+		return UINT64_MAX;
+	if (us == 0)
+		return VERBS_SPIN_MS;
+	return ((uint64_t)us + 999) / 1000;
+}
+
 static const char *op_name(unsigned op)
 {
 	switch (op) {
@@ -272,7 +283,7 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 			return RDMAPS_E_PEER_GONE;
 		if (timeout_ms <= 0)
 			return 0;
-		if ((++spins & 255) == 0) {
+		if (++spins % VERBS_SPIN_CHECK == 0) {
 			uint64_t now = verbs_now_ms();
 
 			if (!deadline) {
@@ -280,7 +291,7 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 				deadline = now + (uint64_t)timeout_ms;
 			} else if (now >= deadline) {
 				return 0;
-			} else if (now - start >= VERBS_SPIN_MS) {
+			} else if (now - start >= verbs_spin_ms(c->ctx)) {
 				/* long wait: sleep on the completion channel */
 				uint64_t left = deadline - now;
 
@@ -318,8 +329,10 @@ static int post_fence_op(struct rt_conn *c)
 int verbs_flush(struct rt_conn *c, int timeout_ms)
 {
 	struct verbs_conn *vc = c->backend;
-	uint64_t deadline = verbs_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t start = verbs_now_ms();
+	uint64_t deadline = start + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	uint64_t target;
+	unsigned spins = 0;
 	int rc;
 
 	if (!vc->broken && vc->head != vc->tail && vc->since_signal) {
@@ -328,20 +341,27 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 			return rc;
 	}
 	target = vc->head;
+	/* busy-poll first (like rt_poll: VERBS_SPIN_CHECK polls between clock
+	 * reads, cfg.poll_spin_us in all), then sleep on the completion channel */
 	while (vc->tail < target && !vc->broken) {
 		int n = verbs_progress(c);
 
 		if (n < 0)
 			break;
 		if (n == 0) {
+			uint64_t now;
+
 			if (vc->stash_n >= VERBS_STASH) {
 				rc = RDMAPS_E_AGAIN; /* completions not collected */
 				return rc;
 			}
-			uint64_t now = verbs_now_ms();
-
+			if (++spins % VERBS_SPIN_CHECK != 0)
+				continue;
+			now = verbs_now_ms();
 			if (now >= deadline)
 				break;
+			if (now - start < verbs_spin_ms(c->ctx))
+				continue;
 			verbs_cq_wait(vc, deadline - now > 100 ? 100 : (int)(deadline - now));
 			verbs_check_cm_events(c);
 		}

@@ -32,6 +32,13 @@ int rt_numa_node_of_device(struct ibv_device *dev)
 	return -1;
 }
 
+int rt_cpuset_of_device(struct ibv_device *dev, cpu_set_t *set)
+{
+	(void)dev;
+	(void)set;
+	return -1;
+}
+
 static struct rt_ctx ctx;
 static struct rt_conn conn;
 static _Alignas(64) uint8_t mem[3 * 4096];
@@ -462,6 +469,27 @@ static void test_long_wait_sleeps_on_channel(void **state)
 	assert_all_freed();
 }
 
+/* poll_spin_us < 0: busy-poll until the timeout, never arm / sleep */
+static void test_spin_forever_never_sleeps(void **state)
+{
+	struct rt_completion comp[1];
+	struct timespec a, b;
+	long ms;
+
+	(void)state;
+	assert_int_equal(do_connect(200), 0);
+	ctx.poll_spin_us = -1;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(rt_verbs_ops.poll(&conn, comp, 1, 40), 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ctx.poll_spin_us = 0;
+	ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	assert_true(ms >= 35);
+	assert_int_equal(mock_c.arms, 0);
+	rt_verbs_ops.conn_fini(&conn);
+	assert_all_freed();
+}
+
 /* ---- server side ---------------------------------------------------------- */
 
 static void queue_request(struct rt_listener *lst, const char *token, int bad_magic)
@@ -586,6 +614,7 @@ int main(void)
 		cmocka_unit_test_setup(test_connect_ok_and_ops, setup),
 		cmocka_unit_test_setup(test_read_into_read_only_grant, setup),
 		cmocka_unit_test_setup(test_sq_full_and_flush, setup),
+		cmocka_unit_test_setup(test_spin_forever_never_sleeps, setup),
 		cmocka_unit_test_setup(test_peer_gone, setup),
 		cmocka_unit_test_setup(test_long_wait_sleeps_on_channel, setup),
 		cmocka_unit_test_setup(test_accept_token, setup),
