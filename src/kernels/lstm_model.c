@@ -12,11 +12,13 @@
  *   G  [T][n][4H]  gate pre-activations, then activations (in place)
  *   C  [T+1][n][H] cell states (C[0] = 0), TC [T][n][H] tanh(c_t)
  *   dG [T][n][4H]; HT, dh, dc [n][H]
- * GEMMs: forward one input GEMM over all n*T rows (XH[:, 0:28] Wx), then per
- * step one h_{t-1} Wh GEMM accumulating into G_t (t > 0); the cell writes
- * h_t straight into XH_{t+1}.  Backward per step one dh = dG_t Wh^T GEMM,
- * then ONE GEMM XH^T dG over all n*T rows gives the gradients of lstm_w and
- * lstm_b together (the ones column makes the bias row). */
+ * GEMMs: forward per step ONE GEMM [x_t, h_{t-1}] [Wx; Wh] -> G_t (TF
+ * BasicLSTMCell's concat form; measured a little faster than one input GEMM
+ * over all steps plus per-step h Wh GEMMs: 6.0-6.7 vs 6.3-7.9 ms per batch
+ * of 128, throwaway driver); the cell writes h_t straight into XH_{t+1}.
+ * Backward per step one dh = dG_t Wh^T GEMM, then ONE GEMM XH^T dG over all
+ * n*T rows gives the gradients of lstm_w and lstm_b together (the ones
+ * column makes the bias row). */
 #include <assert.h>
 #include <cblas.h>
 #include <math.h>
@@ -40,7 +42,6 @@ static void lstm_fwd(struct rdm_model *m, const float *p, const float *x, int n)
 	const int H = m->cfg.hidden_units, G4 = 4 * H, T = T_STEPS;
 	const size_t KP = xh_ld(H), nn = (size_t)n;
 	const float *W = p + m->t[T_W].offset, *bias = p + m->t[T_B].offset;
-	const float *Wh = W + (size_t)T_IN * G4;
 	float *XH = m->buf[B_XH], *G = m->buf[B_G], *C = m->buf[B_C], *TC = m->buf[B_TC];
 	float *HT = m->buf[B_HT];
 
@@ -53,13 +54,11 @@ static void lstm_fwd(struct rdm_model *m, const float *p, const float *x, int n)
 			row[T_IN + H] = 1.0f;
 		}
 	memset(C, 0, sizeof(float) * nn * H);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(nn * T), G4, T_IN, 1.0f,
-		    XH, (int)KP, W, G4, 0.0f, G, G4);
 	for (int t = 0; t < T; t++) {
 		float *Gt = G + (size_t)t * nn * G4;
-		if (t > 0)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, G4, H, 1.0f,
-				    XH + (size_t)t * nn * KP + T_IN, (int)KP, Wh, G4, 1.0f, Gt, G4);
+		/* [x_t, h_{t-1}] [Wx; Wh] in one GEMM (h_{-1} = 0: x only) */
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, G4, t ? T_IN + H : T_IN,
+			    1.0f, XH + (size_t)t * nn * KP, (int)KP, W, G4, 0.0f, Gt, G4);
 		float *hn = t < T - 1 ? XH + (size_t)(t + 1) * nn * KP + T_IN : HT;
 		rdm_lstm_cell_fwd(n, H, Gt, bias, C + (size_t)t * nn * H,
 				  C + (size_t)(t + 1) * nn * H, TC + (size_t)t * nn * H, hn,
