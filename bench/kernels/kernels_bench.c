@@ -12,7 +12,8 @@
  *                 [--block_s=0.3] [--warmup_steps=50] [--warmup_s=1.0]
  *                 [--rounds=1] [--json=FILE] [--torch=SCRIPT] [--python=/usr/bin/python3]
  * --rounds=R repeats (ours, torch) back to back R times per configuration and
- * reports the median of the per-round medians (min/max are over all blocks).
+ * reports the median of the per-round medians (min/max are over all blocks),
+ * plus the min and median over rounds of the per-round ours/torch ratios.
  */
 #include <math.h>
 #include <stdint.h>
@@ -39,6 +40,9 @@ struct result {
 	double torch_median;     /* <0: not run */
 	double torch_cpu;
 	char torch_note[128];
+	/* per-round ours/torch ratios (rounds where torch ran): min and median */
+	int nratio;
+	double ratio_min, ratio_med, cpu_ratio_min, cpu_ratio_med;
 };
 
 static double now(void)
@@ -259,7 +263,7 @@ int main(int argc, char **argv)
 			/* R rounds of (ours, torch) back to back so both see the same
 			 * machine load; report the median over rounds of each. */
 			struct result *r = &res[nr];
-			double om[16], tm[16], oc[16], tc[16];
+			double om[16], tm[16], oc[16], tc[16], rr[16], cr[16];
 			int ntm = 0;
 			for (int q = 0; q < o.rounds; q++) {
 				struct result rq;
@@ -269,6 +273,8 @@ int main(int argc, char **argv)
 				if (o.torch[0]) {
 					run_torch(&o, &rq);
 					if (rq.torch_median > 0) {
+						rr[ntm] = rq.median / rq.torch_median;
+						cr[ntm] = rq.torch_cpu > 0 ? rq.cpu_median / rq.torch_cpu : 0.0;
 						tc[ntm] = rq.torch_cpu;
 						tm[ntm++] = rq.torch_median;
 					}
@@ -294,6 +300,13 @@ int main(int argc, char **argv)
 				r->torch_median = tm[ntm / 2];
 				qsort(tc, (size_t)ntm, sizeof(double), cmpd);
 				r->torch_cpu = tc[ntm / 2];
+				qsort(rr, (size_t)ntm, sizeof(double), cmpd);
+				qsort(cr, (size_t)ntm, sizeof(double), cmpd);
+				r->nratio = ntm;
+				r->ratio_min = rr[0];
+				r->ratio_med = rr[ntm / 2];
+				r->cpu_ratio_min = cr[0];
+				r->cpu_ratio_med = cr[ntm / 2];
 			}
 			nr++;
 			fprintf(stderr, "kernels_bench: %s threads=%d done\n", r->model, t);
@@ -318,8 +331,11 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nr; i++) {
 		struct result *r = &res[i];
 		if (r->torch_median > 0)
-			printf("vs-pytorch %s threads=%d steps_ratio=%.2f cpu_steps_ratio=%.2f\n", r->model, r->threads,
-			       r->median / r->torch_median, r->torch_cpu > 0 ? r->cpu_median / r->torch_cpu : 0.0);
+			printf("vs-pytorch %s threads=%d steps_ratio=%.2f cpu_steps_ratio=%.2f "
+			       "per-round(%d): steps_ratio min %.2f median %.2f, cpu_steps_ratio min %.2f median %.2f\n",
+			       r->model, r->threads, r->median / r->torch_median,
+			       r->torch_cpu > 0 ? r->cpu_median / r->torch_cpu : 0.0, r->nratio, r->ratio_min,
+			       r->ratio_med, r->cpu_ratio_min, r->cpu_ratio_med);
 		else if (o.torch[0])
 			printf("vs-pytorch %s threads=%d skipped (%s)\n", r->model, r->threads, r->torch_note);
 	}
@@ -343,8 +359,11 @@ int main(int argc, char **argv)
 				i ? "," : "", r->model, r->batch, r->threads, r->nparams, r->median, r->min, r->max,
 				r->cpu_median, r->steps_per_block, r->warmup_steps);
 			if (r->torch_median > 0)
-				fprintf(out, ",\"torch_steps_per_s\":%.2f,\"steps_ratio\":%.3f,\"torch_cpu_steps_per_s\":%.2f",
-					r->torch_median, r->median / r->torch_median, r->torch_cpu);
+				fprintf(out, ",\"torch_steps_per_s\":%.2f,\"steps_ratio\":%.3f,\"torch_cpu_steps_per_s\":%.2f,"
+					     "\"round_ratios\":%d,\"steps_ratio_min\":%.3f,\"steps_ratio_median\":%.3f,"
+					     "\"cpu_steps_ratio_min\":%.3f,\"cpu_steps_ratio_median\":%.3f",
+					r->torch_median, r->median / r->torch_median, r->torch_cpu, r->nratio, r->ratio_min,
+					r->ratio_med, r->cpu_ratio_min, r->cpu_ratio_med);
 			fprintf(out, "}");
 		}
 		fprintf(out, "]}\n");

@@ -31,14 +31,17 @@ float rdm_sigmoidf(float x);
 void rdm_softmax_ce(const float *z, int n, int k, const uint8_t *y, int mean,
 		    float *dz, double *loss, int *correct);
 
-/* LSTM cell on one row of H units (lstm_cell.c, vectorized).
- * fwd: g[4H] gate pre-activations (i,g,f,o) -> activations in place;
- *      cn = f cp + i g, tc = tanh(cn), hn = o tc.
- * bwd: from activations g, previous cell cp, tc and dh, dc (in: from step t+1,
- *      out: to step t-1): dg[4H] = gradient wrt the gate pre-activations. */
-void rdm_lstm_cell_fwd(float *g, const float *cp, float *cn, float *tc, float *hn, int H);
-void rdm_lstm_cell_bwd(const float *g, const float *cp, const float *tc,
-		       const float *dh, float *dc, float *dg, int H);
+/* LSTM cell for one time step over n examples (lstm_cell.c, vectorized).
+ * Rows: G, dG [n][4H]; cp, cn, tc, dh, dc [n][H]; hn row stride ldh.
+ * fwd: G = gate pre-activations (i,g,f,o) without bias; adds bias[4H], turns
+ *      them into activations in place; cn = f cp + i g, tc = tanh(cn),
+ *      hn = o tc.
+ * bwd: from activations G, previous cell cp, tc and dh, dc (in: from step
+ *      t+1, out: to step t-1): dG = gradient wrt the gate pre-activations. */
+void rdm_lstm_cell_fwd(int n, int H, float *G, const float *bias, const float *cp, float *cn,
+		       float *tc, float *hn, size_t ldh);
+void rdm_lstm_cell_bwd(int n, int H, const float *G, const float *cp, const float *tc,
+		       const float *dh, float *dc, float *dG);
 
 /* Random numbers for initializers (xoshiro256**, seeded by splitmix64). */
 struct rdm_rng { uint64_t s[4]; };

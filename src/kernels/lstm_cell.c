@@ -1,43 +1,69 @@
-/* LSTM cell elementwise math, one (example, step) row of H units at a time.
- * Built with -O3 -ffast-math (see CMakeLists.txt) so that expf/tanhf map to
- * glibc's libmvec SIMD variants (_ZGVbN4v_expf/_tanhf) and the loops
- * vectorize; inputs are clamped so expf never overflows.  Gate order i, g, f, o
- * (TF BasicLSTMCell i, j, f, o). */
+/* LSTM cell elementwise math over n rows (examples) of H units for one step.
+ * Built with -O3 -ffast-math (see CMakeLists.txt) so that expf maps to
+ * glibc's libmvec SIMD variant (_ZGVdN8v_expf with -march=x86-64-v3) and
+ * the loops vectorize; inputs are clamped so expf never overflows.  tanh is
+ * computed from expf too (see th()).  Gate
+ * order i, g, f, o (TF BasicLSTMCell i, j, f, o).  Each row function is
+ * inlined into its n-row loop, so one call covers a whole time step. */
 #include <math.h>
 
 #include "kernels/kernels.h"
 
-static inline float sig(float x)
+#define INL static inline __attribute__((always_inline))
+
+INL float sig(float x)
 {
 	x = x < -80.0f ? -80.0f : (x > 80.0f ? 80.0f : x);
 	return 1.0f / (1.0f + expf(-x));
 }
 
-void rdm_lstm_cell_fwd(float *restrict g, const float *restrict cp, float *restrict cn,
-		       float *restrict tc, float *restrict hn, int H)
+/* tanh(x) = 1 - 2 / (exp(2x) + 1): one libmvec expf instead of the libmvec
+ * tanhf, whose vector variant costs about 1.5x as much; the whole cell
+ * forward went from 2.1-2.7 ms to 1.5-1.6 ms per 28-step batch of 128 (a
+ * throwaway driver, 20 reps).  |x| is clamped to 40 (tanh is +-1 in float
+ * there); absolute error <= 3.2e-7 vs double tanh, measured on [-4, 4] in
+ * steps of 0.004. */
+INL float th(float x)
+{
+	x = x < -40.0f ? -40.0f : (x > 40.0f ? 40.0f : x);
+	return 1.0f - 2.0f / (expf(2.0f * x) + 1.0f);
+}
+
+INL void fwd_row(float *restrict g, const float *restrict bias, const float *restrict cp,
+		 float *restrict cn, float *restrict tc, float *restrict hn, int H)
 {
 	float *restrict gi = g, *restrict gg = g + H, *restrict gf = g + 2 * H,
 		*restrict go = g + 3 * H;
+	const float *restrict bi = bias, *restrict bg = bias + H, *restrict bf = bias + 2 * H,
+		*restrict bo = bias + 3 * H;
 	for (int j = 0; j < H; j++) {
-		float i = sig(gi[j]);
-		float u = tanhf(gg[j]);
-		float f = sig(gf[j]);
-		float o = sig(go[j]);
+		float i = sig(gi[j] + bi[j]);
+		float u = th(gg[j] + bg[j]);
+		float f = sig(gf[j] + bf[j]);
+		float o = sig(go[j] + bo[j]);
 		gi[j] = i;
 		gg[j] = u;
 		gf[j] = f;
 		go[j] = o;
 		float c = f * cp[j] + i * u;
-		float th = tanhf(c);
+		float tcv = th(c);
 		cn[j] = c;
-		tc[j] = th;
-		hn[j] = o * th;
+		tc[j] = tcv;
+		hn[j] = o * tcv;
 	}
 }
 
-void rdm_lstm_cell_bwd(const float *restrict g, const float *restrict cp,
-		       const float *restrict tc, const float *restrict dh,
-		       float *restrict dc, float *restrict dg, int H)
+void rdm_lstm_cell_fwd(int n, int H, float *G, const float *bias, const float *cp, float *cn,
+		       float *tc, float *hn, size_t ldh)
+{
+	const size_t G4 = 4 * (size_t)H;
+	for (int b = 0; b < n; b++)
+		fwd_row(G + b * G4, bias, cp + (size_t)b * H, cn + (size_t)b * H,
+			tc + (size_t)b * H, hn + b * ldh, H);
+}
+
+INL void bwd_row(const float *restrict g, const float *restrict cp, const float *restrict tc,
+		 const float *restrict dh, float *restrict dc, float *restrict dg, int H)
 {
 	const float *restrict gi = g, *restrict gg = g + H, *restrict gf = g + 2 * H,
 		*restrict go = g + 3 * H;
@@ -53,4 +79,13 @@ void rdm_lstm_cell_bwd(const float *restrict g, const float *restrict cp,
 		dq[j] = dhv * th * o * (1.0f - o);
 		dc[j] = dcv * f;
 	}
+}
+
+void rdm_lstm_cell_bwd(int n, int H, const float *G, const float *cp, const float *tc,
+		       const float *dh, float *dc, float *dG)
+{
+	const size_t G4 = 4 * (size_t)H;
+	for (int b = 0; b < n; b++)
+		bwd_row(G + b * G4, cp + (size_t)b * H, tc + (size_t)b * H, dh + (size_t)b * H,
+			dc + (size_t)b * H, dG + b * G4, H);
 }

@@ -59,7 +59,11 @@ int rdm_train_run(const struct rdm_train_opts *o, struct rdm_train_result *res)
 	rc = rdm_model_new(&mc, &m);
 	if (rc)
 		goto out;
-	rc = rdm_batcher_new(&tr, o->seed, &bat);
+	/* The batcher gets its own stream: seeding it with o->seed as the
+	 * initializer is seeded would make the first shuffle and the initial
+	 * weights draw the same xoshiro sequence.  Same derivation as worker 0
+	 * of a distributed job (src/worker/worker.c: seed * 1000003 + task). */
+	rc = rdm_batcher_new(&tr, o->seed * 1000003u, &bat);
 	if (rc)
 		goto out;
 	size_t np = rdm_model_nparams(m);

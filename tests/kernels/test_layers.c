@@ -1,5 +1,6 @@
 /* Finite-difference gradient checks for each layer: dense, relu,
- * softmax-CE (sum and mean, including the clipped case). */
+ * softmax-CE (sum and mean, including the clipped case); the LSTM cell's
+ * forward against a double-precision reference. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -175,6 +176,57 @@ static void test_init_truncnormal(void **st)
 	assert_float_equal(sqrt(s2 / M), 0.5 * 0.8796, 0.01);
 }
 
+/* LSTM cell forward against a double-precision reference: the cell's
+ * sigmoid and its expf-based tanh (1 - 2/(exp(2x)+1), clamped) must match
+ * libm's double functions to 1e-6 absolute, including saturated inputs, on
+ * H = 11 (vector body + scalar tail) over 3 rows with a row stride for h. */
+static double dsig(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static void test_lstm_cell_fwd_reference(void **st)
+{
+	(void)st;
+	enum { R = 3, H = 11, G4 = 4 * H, LDH = 16 };
+	struct rdm_rng rng;
+	rdm_rng_seed(&rng, 17);
+	float G[R * G4], G0[R * G4], bias[G4], cp[R * H], cn[R * H], tc[R * H], hn[R * LDH];
+	fill(&rng, G0, R * G4, -6.0f, 6.0f);
+	fill(&rng, bias, G4, -1.0f, 1.0f);
+	fill(&rng, cp, R * H, -3.0f, 3.0f);
+	/* saturated pre-activations and cell states */
+	G0[0] = 100.0f;
+	G0[1] = -100.0f;
+	G0[H] = 60.0f;
+	G0[H + 1] = -60.0f;
+	G0[2 * H] = 1e-4f;
+	G0[3 * H + 2] = -95.0f;
+	cp[3] = 45.0f;
+	cp[4] = -45.0f;
+	memcpy(G, G0, sizeof(G));
+	rdm_lstm_cell_fwd(R, H, G, bias, cp, cn, tc, hn, LDH);
+	double worst = 0.0;
+	for (int b = 0; b < R; b++)
+		for (int j = 0; j < H; j++) {
+			const float *z = G0 + b * G4;
+			double i = dsig((double)z[j] + bias[j]);
+			double u = tanh((double)z[H + j] + bias[H + j]);
+			double f = dsig((double)z[2 * H + j] + bias[2 * H + j]);
+			double o = dsig((double)z[3 * H + j] + bias[3 * H + j]);
+			double c = f * cp[b * H + j] + i * u;
+			double got[6] = { G[b * G4 + j], G[b * G4 + H + j], G[b * G4 + 2 * H + j],
+					  G[b * G4 + 3 * H + j], cn[b * H + j], hn[b * LDH + j] };
+			double want[6] = { i, u, f, o, c, o * tanh(c) };
+			for (int k = 0; k < 6; k++) {
+				double e = fabs(got[k] - want[k]);
+				worst = e > worst ? e : worst;
+				if (e > 1e-6 * (k == 4 ? 1.0 + fabs(want[k]) : 1.0))
+					fail_msg("row %d unit %d value %d: got %.9g want %.9g", b, j, k,
+						 got[k], want[k]);
+			}
+			assert_true(fabs(tc[b * H + j] - tanh(c)) <= 1e-6);
+		}
+	print_message("lstm cell fwd: worst abs error %.3g\n", worst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
@@ -184,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_ce_mean),
 		cmocka_unit_test(test_ce_clipped),
 		cmocka_unit_test(test_init_truncnormal),
+		cmocka_unit_test(test_lstm_cell_fwd_reference),
 	};
 	return cmocka_run_group_tests(t, NULL, NULL);
 }
