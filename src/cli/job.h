@@ -28,6 +28,11 @@ struct rdmaps_job {
 	int timeout_s;            /* every wait is bounded by this */
 	char token[RT_TOKEN_MAX + 1];
 	char dump_params[512];    /* hidden: write final params (raw floats) */
+	/* benchmarks (bench/step): slow one worker down, snapshot the chief's params */
+	int straggler_task;       /* default 0 */
+	int straggler_delay_ms;   /* 0 = none; else task straggler_task sleeps this per step (compute phase) */
+	char snapshot_file[512];  /* chief: append (global step, time, params) records */
+	long snapshot_every;      /* every N local steps, 0 = never */
 };
 
 void rdmaps_job_defaults(struct rdmaps_job *j);

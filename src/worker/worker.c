@@ -180,6 +180,19 @@ static int connect_all(struct worker *w)
 	return 0;
 }
 
+/* --snapshot_file record (bench/step/eval_snapshots reads it): u64 global
+ * step, f64 time (rdmaps_now), u64 nfloats, then the parameters. */
+static int snapshot(struct worker *w, FILE *f, uint64_t gstep, double t)
+{
+	uint64_t hd[3] = { gstep, 0, w->L.nparams };
+	memcpy(&hd[1], &t, sizeof(double));
+	if (fwrite(hd, sizeof(hd), 1, f) != 1 || fwrite(w->params, sizeof(float), w->L.nparams, f) != w->L.nparams) {
+		fprintf(stderr, "Worker %d: cannot write %s\n", w->me, w->j->snapshot_file);
+		return RDMAPS_E_IO;
+	}
+	return 0;
+}
+
 int rdmaps_worker_main(const struct rdmaps_job *j)
 {
 	struct worker w;
@@ -187,7 +200,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	struct rdm_batcher *bat = NULL;
 	char err[512], tag[32];
 	int rc, ret = 1;
-	FILE *mf = NULL;
+	FILE *mf = NULL, *snap = NULL;
 
 	memset(&w, 0, sizeof(w));
 	w.j = j;
@@ -207,6 +220,10 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	if (j->metrics[0] && !(mf = fopen(j->metrics, "w"))) {
 		perror(j->metrics);
 		goto out_layout;
+	}
+	if (j->snapshot_file[0] && j->snapshot_every > 0 && w.me == 0 && !(snap = fopen(j->snapshot_file, "wb"))) {
+		perror(j->snapshot_file);
+		goto out_metrics;
 	}
 	rdm_batcher_new(&train, j->seed * 1000003u + (uint64_t)w.me, &bat);
 	w.params = calloc(w.L.nparams, sizeof(float));
@@ -326,6 +343,8 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		double loss = 0;
 		rdm_batcher_next(bat, j->batch_size, bx, by);
 		rdm_model_grad(w.L.model, w.params, bx, by, j->batch_size, w.grad, &loss);
+		if (j->straggler_delay_ms > 0 && w.me == j->straggler_task)
+			usleep((useconds_t)j->straggler_delay_ms * 1000);
 		double t3 = rdmaps_now();
 		/* (4) push */
 		for (int p = 0; p < w.P; p++) {
@@ -345,11 +364,18 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		if (mf)
 			fprintf(mf,
 				"{\"task\":%d,\"local_step\":%ld,\"global_step\":%llu,\"loss\":%.6g,\"wait_us\":%.1f,"
-				"\"pull_us\":%.1f,\"compute_us\":%.1f,\"push_us\":%.1f}\n",
+				"\"pull_us\":%.1f,\"compute_us\":%.1f,\"push_us\":%.1f,\"t\":%.6f}\n",
 				w.me, local_step, (unsigned long long)gstep, loss, (t1 - t0) * 1e6, (t2 - t1) * 1e6,
-				(t3 - t2) * 1e6, (t4 - t3) * 1e6);
+				(t3 - t2) * 1e6, (t4 - t3) * 1e6, t4);
+		if (snap && local_step % j->snapshot_every == 0) {
+			/* the parameters this step computed on (version gstep, pulled at t2) */
+			if (snapshot(&w, snap, gstep, t2))
+				goto out_need;
+		}
 	}
 	double t_end = rdmaps_now();
+	if (snap && snapshot(&w, snap, w.s[0].held, t_end)) /* the final parameters */
+		goto out_need;
 	printf("Training ends @ %f\n", t_end);
 	printf("Training elapsed time: %f s\n", t_end - t_begin);
 	fflush(stdout);
@@ -394,6 +420,11 @@ out_ctx:
 out_mem:
 	free(w.s); free(w.params); free(w.grad); free(bx); free(by);
 	rdm_batcher_delete(&bat);
+	if (snap && fclose(snap)) {
+		fprintf(stderr, "Worker %d: cannot write %s\n", w.me, j->snapshot_file);
+		ret = 1;
+	}
+out_metrics:
 	if (mf)
 		fclose(mf);
 out_layout:
