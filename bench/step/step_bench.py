@@ -231,6 +231,7 @@ def analyze(info):
         out["window"] = None  # a worker finished before every worker was warm
     t_start = min(rows[0]["t_begin"] for rows in per)
     out["t_start"] = t_start
+    out["start_skew_s"] = max(rows[0]["t_begin"] for rows in per) - t_start
     out["train_wall_s"] = max(ends) - t_start
     # whole run, warm-up included: first step begun to last step ended
     gfinal = info.get("ps0_done", {}).get("global_step")
@@ -317,15 +318,21 @@ def main():
 
     # ---- 1. step anatomy (+ throughput window, + transport reference)
     if "anatomy" in only:
+        # (model, ps, workers, repetitions); an lstm step computes ~40x longer
+        # than an mlp step, so it gets fewer steps and repetitions
         if a.quick:
-            grid = [("mlp", P, W) for P in (1, 2) for W in (1, 2, 4)] + [("lstm", 1, W) for W in (1, 2)]
-            steps = {"mlp": 300, "lstm": 60}
+            grid = [("mlp", P, W, 2) for P in (1, 2) for W in (1, 2, 4)] + [("lstm", 1, W, 1) for W in (1, 2)]
+            steps = {"mlp": 300, "lstm": 40}
         else:
-            grid = [(m, P, W) for m in ("mlp", "lstm") for P in (1, 2) for W in (1, 2, 3, 4)]
-            steps = {"mlp": 600, "lstm": 150}
-        for model, P, W in grid:
-            for sync in (1, 0):
-                name = "anat_%s_p%d_w%d_%s" % (model, P, W, "sync" if sync else "async")
+            grid = [("mlp", P, W, 3) for P in (1, 2) for W in (1, 2, 3, 4)] + \
+                   [("lstm", P, W, 1) for P in (1, 2) for W in (1, 2, 3, 4)]
+            steps = {"mlp": 600, "lstm": 100}
+        # sync and async of one config run back to back (a pair), the order
+        # alternating by repetition, so that background load hits both alike
+        order = sorted(((r, m, P, W) for (m, P, W, n) in grid for r in range(n)), key=lambda x: x[0])
+        for rep, model, P, W in order:
+            for sync in ((1, 0) if rep % 2 == 0 else (0, 1)):
+                name = "anat_%s_p%d_w%d_%s_r%d" % (model, P, W, "sync" if sync else "async", rep)
                 print("== %s" % name, flush=True)
                 # async: train_steps counts every gradient; give it the same
                 # number of gradients as the sync run (W per global step)
@@ -333,6 +340,7 @@ def main():
                 info = attempt(run_cluster, a, name, model, P, W, sync, steps=n)
                 if not info:
                     continue
+                info["rep"] = rep
                 res = attempt(analyze, info)
                 if not res:
                     continue
@@ -351,7 +359,7 @@ def main():
         reps = 1 if a.quick else 3
         W = 2
         for rep in range(reps):
-            for sync in (1, 0):
+            for sync in ((1, 0) if rep % 2 == 0 else (0, 1)):
                 name = "conv_mlp_p1_w%d_%s_r%d" % (W, "sync" if sync else "async", rep)
                 print("== %s" % name, flush=True)
                 steps = 400 if sync else 400 * W
