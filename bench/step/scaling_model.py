@@ -6,7 +6,7 @@ extrapolated to a 100 Gb/s InfiniBand cluster.
   scaling_model.py OUT [--ib_alpha_us 2.0] [--ib_GBps 11.5] [--post_us 0.3]
 
 Fitted from OUT (measured in that run):
-  alpha, bw      rt_bench tcp READ/WRITE round trips, least squares t = alpha + bytes/bw
+  alpha, bw      rt_bench tcp p50 round trips: alpha = median of the 8 B rows, bw from the largest size
   T_c            compute_us p50 of the W=1, P=1 sync run of each model
   BW_add, BW_adam  ps_apply_bench GB/s (p50) of vec_add and adam_apply at the mlp shard size
 Assumed for InfiniBand (flags; NOT measured here): small-op round trip
@@ -89,8 +89,8 @@ def main():
     ib = dict(here, alpha=arg("--ib_alpha_us", 2.0), bw=arg("--ib_GBps", 11.5) * 1e3)
     print("## Fitted here (from %s)\n" % out)
     print("| parameter | value | from |\n|---|---|---|")
-    print("| alpha (small round trip, tcp loopback) | %.1f µs | rt_bench fit |" % here["alpha"])
-    print("| bw (tcp loopback) | %.2f GB/s | rt_bench fit |" % (here["bw"] / 1e3))
+    print("| alpha (small round trip, tcp loopback) | %.1f µs | rt_bench, median 8 B p50 (READ, WRITE, FETCH_ADD) |" % here["alpha"])
+    print("| bw (tcp loopback) | %.2f GB/s | rt_bench, slope from 8 B to the largest size |" % (here["bw"] / 1e3))
     print("| BW_add | %.1f GB/s | ps_apply vec_add, %d floats |" % (bw_add / 1e3, nmlp))
     print("| BW_adam | %.1f GB/s | ps_apply adam_apply, %d floats |" % (bw_adam / 1e3, nmlp))
     for name, (B, tc, c) in models.items():
