@@ -183,7 +183,7 @@ def main():
                  if "%s_p%d" % (g["key"][0], g["key"][1]) in rr and "push_bytes_per_step" in g["cfg"]]
         if trows:
             txt.append("\n== Transport cost of a step: pull+push per step (rdmaps: READ params + fenced 8 B READ, "
-                       "WRITE gradient + 8 B FETCH_ADD per shard = 4 round trips per shard, plus the copies between "
+                       "WRITE gradient, then 8 B FETCH_ADD per shard: 4 operations, 3 waits per shard, plus the copies between "
                        "the flat model vector and the shard buffers) against tcp_rr, ONE plain TCP request/response "
                        "(request = the gradient bytes, response = the parameter bytes), both ROUND TRIPS, p50")
             txt.append("%-24s %9s %9s %12s %11s %7s" % ("config", "push_B", "pull_B", "pullpush_p50", "tcp_rr_p50",
@@ -219,7 +219,8 @@ def main():
             derived["decomposition"] = {"ops_p50_us": {"%s %d" % (k[1], k[2]): rows_[k]["p50"] for k in need},
                                         "sum_p50_us": s4, "pullpush_p50_us_mlp_p1_w1_sync": pp}
             line = ("pull+push of mlp P=1 W=1 sync, p50 %.1f us; the same four operations measured alone by rt_bench "
-                    "(round trips, p50): READ %d B %.1f + READ 8 B %.1f + WRITE %d B %.1f + FETCH_ADD 8 B %.1f = %.1f us"
+                    "(round trips, p50): READ %d B %.1f, READ 8 B %.1f, WRITE %d B %.1f, FETCH_ADD 8 B %.1f (sum %.1f us; "
+                    "the pull posts its two READs together and waits once)"
                     % (pp, big, rows_[need[0]]["p50"], rows_[need[1]]["p50"], big, rows_[need[2]]["p50"],
                        rows_[need[3]]["p50"], s4))
             txt.append("\n== Where pull+push goes\n" + line)
