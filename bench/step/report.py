@@ -16,6 +16,12 @@ import os
 import subprocess
 import sys
 
+
+def die(msg):
+    """bad input: say what is wrong, exit 2"""
+    print(msg, file=sys.stderr)
+    sys.exit(2)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import step_bench as sb  # noqa: E402
 
@@ -46,12 +52,12 @@ def main():
         try:
             target = float(sys.argv[3])
         except ValueError:
-            sys.exit("report: --target %s: expected a number" % sys.argv[3])
+            die("report: --target %s: expected a number" % sys.argv[3])
     path = os.path.join(out, "step_bench.json")
     try:
         R = json.load(open(path))
     except (OSError, ValueError) as e:
-        sys.exit("report: %s: %s" % (path, e))
+        die("report: %s: %s" % (path, e))
     pa = None
     pap = os.path.join(out, "ps_apply.json")
     if os.path.exists(pap):
@@ -61,14 +67,14 @@ def main():
                 try:
                     pa.append(json.loads(line))
                 except ValueError as e:
-                    sys.exit("report: %s:%d: %s" % (pap, ln, e))
+                    die("report: %s:%d: %s" % (pap, ln, e))
     rtb = None
     rtp = os.path.join(out, "rt_bench.json")
     if os.path.exists(rtp):
         try:
             rtb = json.load(open(rtp))
         except ValueError as e:
-            sys.exit("report: %s: %s" % (rtp, e))
+            die("report: %s: %s" % (rtp, e))
     plots = os.path.join(out, "plots")
     os.makedirs(plots, exist_ok=True)
     txt, md, derived = [], [], {"target_val_ce": target}
@@ -436,4 +442,7 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except sb.Failed as e:  # a malformed metrics file of a run
+        die("report: %s" % e)

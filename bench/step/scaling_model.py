@@ -18,13 +18,19 @@ import os
 import sys
 
 
+def die(msg):
+    """bad input: say what is wrong, exit 2"""
+    print(msg, file=sys.stderr)
+    sys.exit(2)
+
+
 def arg(name, default):
     if name in sys.argv:
         i = sys.argv.index(name)
         try:
             return float(sys.argv[i + 1])
         except (IndexError, ValueError):
-            sys.exit("scaling_model: %s needs a number" % name)
+            die("scaling_model: %s needs a number" % name)
     return default
 
 
@@ -67,18 +73,18 @@ def main():
     try:
         rep = json.load(open(os.path.join(out, "report.json")))
     except (OSError, ValueError) as e:
-        sys.exit("scaling_model: %s/report.json: %s (run bench/step/report.py first)" % (out, e))
+        die("scaling_model: %s/report.json: %s (run bench/step/report.py first)" % (out, e))
     fit = rep.get("transport_fit")
     pa = {(q["what"], q["floats"]): q for q in rep.get("ps_apply", [])}
     an = {q["config"]: q for q in rep.get("anatomy", [])}
     if not fit or not pa or not an:
-        sys.exit("scaling_model: %s lacks the transport fit, ps_apply or anatomy figures" % out)
+        die("scaling_model: %s lacks the transport fit, ps_apply or anatomy figures" % out)
     nmlp = 79510
     try:
         bw_add = pa[("vec_add", nmlp)]["gbps"] * 1e3      # GB/s -> bytes/us
         bw_adam = pa[("adam_apply", nmlp)]["gbps"] * 1e3
     except KeyError:
-        sys.exit("scaling_model: ps_apply rows for %d floats missing" % nmlp)
+        die("scaling_model: ps_apply rows for %d floats missing" % nmlp)
     models = {}
     for name, B in (("mlp", 318152), ("lstm", 326792)):
         c = an.get("%s P=1 W=1 sync" % name)

@@ -34,6 +34,12 @@ import subprocess
 import sys
 import time
 
+
+def die(msg):
+    """bad input: say what is wrong, exit 2"""
+    print(msg, file=sys.stderr)
+    sys.exit(2)
+
 WARM_STEPS = 10
 WARM_S = 0.2
 PHASES = ("wait_us", "pull_us", "compute_us", "push_us")
@@ -293,15 +299,15 @@ def main():
     a.tcp_rr = os.path.join(a.build, "bench/step/tcp_rr")
     for b in (a.rdmaps, a.eval_bin, a.tcp_rr):
         if not os.access(b, os.X_OK):
-            sys.exit("step_bench: %s not built (cmake --build %s)" % (b, a.build))
+            die("step_bench: %s not built (cmake --build %s)" % (b, a.build))
     if not os.path.isdir(a.data_dir):
-        sys.exit("step_bench: --data_dir %s: no such directory" % a.data_dir)
+        die("step_bench: --data_dir %s: no such directory" % a.data_dir)
     a.rr_iters = 500 if a.quick else 2000
     os.makedirs(a.out, exist_ok=True)
     only = set(a.only.split(","))
     unknown = only - {"anatomy", "convergence", "stragglers"}
     if unknown:
-        sys.exit("step_bench: --only: unknown part(s) %s" % ",".join(sorted(unknown)))
+        die("step_bench: --only: unknown part(s) %s" % ",".join(sorted(unknown)))
     results = {"config": {"quick": a.quick, "transport": a.transport, "warmup_steps": WARM_STEPS,
                           "warmup_s": WARM_S, "host": os.uname().nodename, "ncpu": os.cpu_count(),
                           "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
