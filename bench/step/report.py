@@ -87,6 +87,12 @@ def main():
     txt.append(head)
     md.append(head + "\n")
 
+    # the raw files are read from OUT/runs/<name>/, wherever OUT was when it ran
+    for part in ("anatomy", "convergence", "stragglers"):
+        for r in R.get(part, []):
+            r["dir"] = os.path.join(out, "runs", r["name"])
+            r["metrics"] = [os.path.join(r["dir"], os.path.basename(m)) for m in r["metrics"]]
+
     # ---- 1. step anatomy (runs of one config pooled over repetitions)
     A = R["anatomy"]
     groups = {}
