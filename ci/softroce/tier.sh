@@ -68,6 +68,13 @@ if [ "$mode" = bench ]; then
 		echo "== $rtb $*"
 		RDMAPS_PERFTEST_P50="$f" "$rtb" "$@" || { echo "rt_bench FAILED rc=$?"; rc=1; }
 	fi
+	# step anatomy, rdma vs tcp in this VM (bench/step/vm_steps.sh, docs/benchmarks.md)
+	vms="$build/bench/step/vm_steps.sh"
+	if [ -f "$vms" ] && [ -d "$build/tests/train/mnist-small" ]; then
+		echo "== $vms"
+		sh "$vms" "$build/src/cli/rdmaps" "$build/tests/train/mnist-small" "$addr" "$out/steps" ||
+			{ echo "vm_steps FAILED"; rc=1; }
+	fi
 	echo "RDMA-TIER bench rc=$rc"
 	exit $rc
 fi
