@@ -132,6 +132,13 @@ if [ "$mode" = bench ]; then
 	bench_group large "${RDMAPS_BENCH_SPECS_LARGE-read:65536:200 write:65536:200 read:1048576:50 write:1048576:50}"
 	echo "== perftest p50 (us), median over rounds -> $f (each round: $ptrounds)"
 	sed "s/^/PERFTEST-P50 /" "$f"
+	# step anatomy, rdma vs tcp in this VM (bench/step/vm_steps.sh, docs/benchmarks.md)
+	vms="$build/bench/step/vm_steps.sh"
+	if [ -f "$vms" ] && [ -d "$build/tests/train/mnist-small" ]; then
+		echo "== $vms"
+		sh "$vms" "$build/src/cli/rdmaps" "$build/tests/train/mnist-small" "$addr" "$out/steps" ||
+			{ echo "vm_steps FAILED"; rc=1; }
+	fi
 	echo "RDMA-TIER bench rc=$rc"
 	exit $rc
 fi

@@ -32,6 +32,11 @@ struct rdmaps_job {
 	int save_model_secs;      /* --save_model_secs: 600; 0 = only at the end */
 	int barrier_timeout_s;    /* --barrier_timeout: name missing workers after this */
 	int recovery_timeout_s;   /* --recovery_timeout: a worker's reconnect window */
+	/* benchmarks (bench/step): slow one worker down, snapshot the chief's params */
+	int straggler_task;       /* default 0 */
+	int straggler_delay_ms;   /* 0 = none; else task straggler_task sleeps this per step (compute phase) */
+	char snapshot_file[512];  /* chief: append (global step, time, params) records */
+	long snapshot_every;      /* every N local steps, 0 = never */
 };
 
 void rdmaps_job_defaults(struct rdmaps_job *j);

@@ -326,6 +326,19 @@ static int wait_token(struct worker *w, int p)
 	return 0;
 }
 
+/* --snapshot_file record (bench/step/eval_snapshots reads it): u64 global
+ * step, f64 time (rdmaps_now), u64 nfloats, then the parameters. */
+static int snapshot(struct worker *w, FILE *f, uint64_t gstep, double t)
+{
+	uint64_t hd[3] = { gstep, 0, w->L.nparams };
+	memcpy(&hd[1], &t, sizeof(double));
+	if (fwrite(hd, sizeof(hd), 1, f) != 1 || fwrite(w->params, sizeof(float), w->L.nparams, f) != w->L.nparams) {
+		fprintf(stderr, "Worker %d: cannot write %s\n", w->me, w->j->snapshot_file);
+		return RDMAPS_E_IO;
+	}
+	return 0;
+}
+
 int rdmaps_worker_main(const struct rdmaps_job *j)
 {
 	struct worker w;
@@ -333,7 +346,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	struct rdm_batcher *bat = NULL;
 	char err[512], tag[32];
 	int rc, ret = 1;
-	FILE *mf = NULL;
+	FILE *mf = NULL, *snap = NULL;
 
 	memset(&w, 0, sizeof(w));
 	w.j = j;
@@ -353,6 +366,10 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	if (j->metrics[0] && !(mf = fopen(j->metrics, "w"))) {
 		perror(j->metrics);
 		goto out_layout;
+	}
+	if (j->snapshot_file[0] && j->snapshot_every > 0 && w.me == 0 && !(snap = fopen(j->snapshot_file, "wb"))) {
+		perror(j->snapshot_file);
+		goto out_metrics;
 	}
 	rdm_batcher_new(&train, j->seed * 1000003u + (uint64_t)w.me, &bat);
 	w.params = calloc(w.L.nparams, sizeof(float));
@@ -456,6 +473,8 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		rdm_batcher_next(bat, j->batch_size, bx, by);
 		rdm_model_grad(w.L.model, w.params, bx, by, j->batch_size, w.grad, &loss);
 		last_loss = loss;
+		if (j->straggler_delay_ms > 0 && w.me == j->straggler_task)
+			usleep((useconds_t)j->straggler_delay_ms * 1000);
 		double t3 = rdmaps_now();
 		/* (4) push */
 		for (p = 0; p < w.P; p++) {
@@ -478,9 +497,14 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		if (mf)
 			fprintf(mf,
 				"{\"task\":%d,\"local_step\":%ld,\"global_step\":%llu,\"loss\":%.6g,\"wait_us\":%.1f,"
-				"\"pull_us\":%.1f,\"compute_us\":%.1f,\"push_us\":%.1f}\n",
+				"\"pull_us\":%.1f,\"compute_us\":%.1f,\"push_us\":%.1f,\"t\":%.6f}\n",
 				w.me, local_step, (unsigned long long)gstep, loss, (t1 - t0) * 1e6, (t2 - t1) * 1e6,
-				(t3 - t2) * 1e6, (t4 - t3) * 1e6);
+				(t3 - t2) * 1e6, (t4 - t3) * 1e6, t4);
+		if (snap && local_step % j->snapshot_every == 0) {
+			/* the parameters this step computed on (version gstep, pulled at t2) */
+			if (snapshot(&w, snap, gstep, t2))
+				goto out_conn;
+		}
 		continue;
 lost:
 		/* the connection to ps p failed: reconnect, then start the step over */
@@ -492,6 +516,8 @@ lost:
 	double t_end = rdmaps_now();
 	if (prog_tty)
 		rdmaps_progress_end(&prog);
+	if (snap && snapshot(&w, snap, w.s[0].held, t_end)) /* the final parameters */
+		goto out_conn;
 	printf("Training ends @ %f\n", t_end);
 	printf("Training elapsed time: %f s\n", t_end - t_begin);
 	fflush(stdout);
@@ -538,6 +564,11 @@ out_ctx:
 out_mem:
 	free(w.s); free(w.params); free(w.grad); free(bx); free(by);
 	rdm_batcher_delete(&bat);
+	if (snap && fclose(snap)) {
+		fprintf(stderr, "Worker %d: cannot write %s\n", w.me, j->snapshot_file);
+		ret = 1;
+	}
+out_metrics:
 	if (mf)
 		fclose(mf);
 out_layout:

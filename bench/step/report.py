@@ -1,0 +1,454 @@
+#!/usr/bin/env python3
+"""report: tables (perftest-style text, markdown) and gnuplot PNGs from one
+bench/run.sh output directory.
+
+  report.py OUT [--target CE]
+
+Reads OUT/step_bench.json (bench/step/step_bench.py), OUT/ps_apply.json
+(bench/ps_apply/ps_apply_bench --json) when present, and the raw metrics
+files of the runs.  Writes OUT/report.txt, OUT/report.md, OUT/report.json
+(the derived figures) and OUT/plots/*.png.  Every figure is a ratio or a
+statistic of samples measured in that one directory's run.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+
+
+def die(msg):
+    """bad input: say what is wrong, exit 2"""
+    print(msg, file=sys.stderr)
+    sys.exit(2)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import step_bench as sb  # noqa: E402
+
+
+def f1(x, nd=1):
+    return "-" if x is None else ("%.*f" % (nd, x))
+
+
+def med(v):
+    v = sorted(x for x in v if x is not None)
+    if not v:
+        return None
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def cfgname(r):
+    return "%s P=%d W=%d %s" % (r["model"], r["ps"], r["workers"], "sync" if r["sync"] else "async")
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) >= 2 else 2
+    out = sys.argv[1]
+    target = 800.0
+    if len(sys.argv) >= 4 and sys.argv[2] == "--target":
+        try:
+            target = float(sys.argv[3])
+        except ValueError:
+            die("report: --target %s: expected a number" % sys.argv[3])
+    path = os.path.join(out, "step_bench.json")
+    try:
+        R = json.load(open(path))
+    except (OSError, ValueError) as e:
+        die("report: %s: %s" % (path, e))
+    pa = None
+    pap = os.path.join(out, "ps_apply.json")
+    if os.path.exists(pap):
+        pa = []
+        for ln, line in enumerate(open(pap), 1):  # JSON lines
+            if line.strip():
+                try:
+                    pa.append(json.loads(line))
+                except ValueError as e:
+                    die("report: %s:%d: %s" % (pap, ln, e))
+    rtb = None
+    rtp = os.path.join(out, "rt_bench.json")
+    if os.path.exists(rtp):
+        try:
+            rtb = json.load(open(rtp))
+        except ValueError as e:
+            die("report: %s: %s" % (rtp, e))
+    plots = os.path.join(out, "plots")
+    os.makedirs(plots, exist_ok=True)
+    txt, md, derived = [], [], {"target_val_ce": target}
+    c = R["config"]
+    head = ("rdmaps bench: transport %s, %s mode, host %s (%d CPUs), started %s UTC. Warm-up: per worker the "
+            "first %d steps or the first %.1f s, whichever ends first, are dropped (counts below); every later "
+            "step is kept. Times in microseconds; statistics in double; percentiles nearest-rank."
+            % (c["transport"], "quick" if c["quick"] else "full", c["host"], c["ncpu"], c["started_utc"],
+               c["warmup_steps"], c["warmup_s"]))
+    txt.append(head)
+    md.append(head + "\n")
+
+    # the raw files are read from OUT/runs/<name>/, wherever OUT was when it ran
+    for part in ("anatomy", "convergence", "stragglers"):
+        for r in R.get(part, []):
+            r["dir"] = os.path.join(out, "runs", r["name"])
+            r["metrics"] = [os.path.join(r["dir"], os.path.basename(m)) for m in r["metrics"]]
+
+    # ---- 1. step anatomy (runs of one config pooled over repetitions)
+    A = R["anatomy"]
+    groups = {}
+    for r in A:
+        groups.setdefault((r["model"], r["ps"], r["workers"], r["sync"]), []).append(r)
+    G = []  # one entry per config
+    for key, runs in groups.items():
+        kept_rows, dropped = [], 0
+        for r in runs:
+            for rows in sb.load_steps(r):
+                i = sb.warm_split(rows)
+                dropped += i
+                kept_rows += rows[i:]
+        ph = {p: sb.stats([x[p] for x in kept_rows]) for p in sb.PHASES + ("total_us",)}
+        ph["pullpush_us"] = sb.stats([x["pull_us"] + x["push_us"] for x in kept_rows])
+        win = {r["rep"]: r["result"]["window"] for r in runs if r["result"].get("window")}
+        G.append({"key": key, "runs": runs, "cfg": runs[0], "phases": ph, "kept": len(kept_rows),
+                  "dropped": dropped, "windows": win, "reps": len(runs),
+                  "grads_s": med([w["gradients_per_s"] for w in win.values()]),
+                  "gsteps_s": med([w["global_steps_per_s"] for w in win.values()]),
+                  "samples": kept_rows})
+    if G:
+        txt.append("\n== Step anatomy: one worker step = wait (token in mailbox: barrier / ps apply) + pull "
+                   "(READ params + fenced version READ, round trips) + compute + push (WRITE gradient + "
+                   "FETCH_ADD, round trips); samples pooled over workers and repetitions")
+        txt.append("%-24s %-11s %6s %5s %9s %9s %9s %9s %9s %9s" % (
+            "config", "phase", "kept", "drop", "min", "p50", "avg", "stdev", "p99", "max"))
+        for g in G:
+            for p in sb.PHASES + ("total_us",):
+                s_ = g["phases"][p]
+                txt.append("%-24s %-11s %6d %5d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f" % (
+                    cfgname(g["cfg"]), p[:-3], s_["n"], g["dropped"], s_["min"], s_["p50"], s_["avg"],
+                    s_["stdev"], s_["p99"], s_["max"]))
+        md.append("\n### Step anatomy (p50 per phase, µs; total p99 and max; pooled over workers and %d repetitions; "
+                  "rates: median over repetitions of the steady window)\n" % max(g["reps"] for g in G))
+        md.append("| config | kept/dropped | wait | pull | compute | push | total p50 | total p99 | total max | gradients/s | TF global steps/s |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for g in G:
+            p = g["phases"]
+            md.append("| %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                cfgname(g["cfg"]), g["kept"], g["dropped"], f1(p["wait_us"]["p50"]),
+                f1(p["pull_us"]["p50"]), f1(p["compute_us"]["p50"]), f1(p["push_us"]["p50"]),
+                f1(p["total_us"]["p50"]), f1(p["total_us"]["p99"]), f1(p["total_us"]["max"]),
+                f1(g["grads_s"], 0), f1(g["gsteps_s"], 0)))
+        derived["anatomy"] = [{"config": cfgname(g["cfg"]), "kept": g["kept"], "dropped": g["dropped"],
+                               "phases_us": g["phases"], "gradients_per_s_median": g["grads_s"],
+                               "global_steps_per_s_median": g["gsteps_s"], "reps": g["reps"]} for g in G]
+
+        # ---- 2a. sync vs async throughput with equal-speed workers: pairs run back to back
+        by = {g["key"]: g for g in G}
+        rows = []
+        for (m, P, W, s_), g in sorted(by.items()):
+            if not s_ or (m, P, W, False) not in by:
+                continue
+            ga = by[(m, P, W, False)]
+            gr, sr = [], []
+            for rep, ws in g["windows"].items():
+                wa = ga["windows"].get(rep)
+                if wa:
+                    gr.append(ws["gradients_per_s"] / wa["gradients_per_s"])
+                    sr.append(ws["global_steps_per_s"] / wa["global_steps_per_s"])
+            if not gr:
+                continue
+            ms = g["phases"]["wait_us"]["avg"]
+            ma = ga["phases"]["wait_us"]["avg"]
+            rows.append({"model": m, "ps": P, "workers": W, "pairs": len(gr),
+                         "sync_grads_s": g["grads_s"], "async_grads_s": ga["grads_s"],
+                         "grads_ratio": med(gr), "grads_ratio_min": min(gr), "grads_ratio_max": max(gr),
+                         "sync_gsteps_s": g["gsteps_s"], "async_gsteps_s": ga["gsteps_s"],
+                         "gsteps_ratio": med(sr), "gsteps_ratio_min": min(sr), "gsteps_ratio_max": max(sr),
+                         "sync_wait_avg_us": ms, "async_wait_avg_us": ma, "barrier_cost_us": ms - ma,
+                         "barrier_share": (ms - ma) / g["phases"]["total_us"]["avg"]})
+        derived["sync_vs_async"] = rows
+        if rows:
+            txt.append("\n== Sync vs async, equal-speed workers (steady window: all workers warm, none done; "
+                       "ratio = median over back-to-back pairs [min..max]). TF global step: sync +1 per R=W "
+                       "aggregated gradients, async +1 per gradient. barrier = mean wait sync - mean wait async")
+            txt.append("%-6s %2s %2s %9s %9s %17s %9s %9s %17s %10s %6s" % (
+                "model", "P", "W", "sync g/s", "async g/s", "grad ratio", "sync gs/s", "async gs/s",
+                "gstep ratio", "barrier_us", "share"))
+            md.append("\n### Sync against async, equal-speed workers\n")
+            md.append("TF global step: sync +1 per R=W aggregated gradients, async +1 per gradient. Ratios: median over "
+                      "sync/async pairs run back to back [min..max]. Barrier cost = mean `wait` per step in sync minus "
+                      "in async, and its share of the mean sync step.\n")
+            md.append("| model | P | W | sync gradients/s | async gradients/s | gradients/s ratio | sync global steps/s | async global steps/s | global steps/s ratio (TF) | barrier cost µs | share of sync step |")
+            md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+            for q in rows:
+                gr = "%.2f [%.2f..%.2f]" % (q["grads_ratio"], q["grads_ratio_min"], q["grads_ratio_max"])
+                sr = "%.2f [%.2f..%.2f]" % (q["gsteps_ratio"], q["gsteps_ratio_min"], q["gsteps_ratio_max"])
+                txt.append("%-6s %2d %2d %9.0f %9.0f %17s %9.0f %9.0f %17s %10.1f %5.0f%%" % (
+                    q["model"], q["ps"], q["workers"], q["sync_grads_s"], q["async_grads_s"], gr,
+                    q["sync_gsteps_s"], q["async_gsteps_s"], sr, q["barrier_cost_us"], 100 * q["barrier_share"]))
+                md.append("| %s | %d | %d | %.0f | %.0f | %s | %.0f | %.0f | %s | %.1f | %.0f%% |" % (
+                    q["model"], q["ps"], q["workers"], q["sync_grads_s"], q["async_grads_s"], gr,
+                    q["sync_gsteps_s"], q["async_gsteps_s"], sr, q["barrier_cost_us"], 100 * q["barrier_share"]))
+
+        # ---- 5. transport cost vs plain TCP request/response
+        rr = R.get("tcp_rr", {})
+        trows = [(g, rr["%s_p%d" % (g["key"][0], g["key"][1])]) for g in G
+                 if "%s_p%d" % (g["key"][0], g["key"][1]) in rr and "push_bytes_per_step" in g["cfg"]]
+        if trows:
+            txt.append("\n== Transport cost of a step: pull+push per step (rdmaps: READ params + fenced 8 B READ, "
+                       "WRITE gradient, then 8 B FETCH_ADD per shard: 4 operations, 3 waits per shard, plus the copies between "
+                       "the flat model vector and the shard buffers) against tcp_rr, ONE plain TCP request/response "
+                       "(request = the gradient bytes, response = the parameter bytes), both ROUND TRIPS, p50")
+            txt.append("%-24s %9s %9s %12s %11s %7s" % ("config", "push_B", "pull_B", "pullpush_p50", "tcp_rr_p50",
+                                                      "ratio"))
+            md.append("\n### Transport cost of a step against a plain TCP request/response (µs, round trips)\n")
+            md.append("| config | push bytes | pull bytes | pull+push p50 | pull+push p99 | tcp_rr p50 | tcp_rr p99 | ratio p50 |")
+            md.append("|---|---|---|---|---|---|---|---|")
+            derived["transport"] = []
+            for g, q in trows:
+                c_ = g["cfg"]
+                pp = g["phases"]["pullpush_us"]
+                ratio = pp["p50"] / q["p50_us"]
+                derived["transport"].append({"config": cfgname(c_), "push_bytes": c_["push_bytes_per_step"],
+                                             "pull_bytes": c_["pull_bytes_per_step"], "pullpush_p50_us": pp["p50"],
+                                             "tcp_rr_p50_us": q["p50_us"], "ratio": ratio})
+                txt.append("%-24s %9d %9d %12.1f %11.1f %7.2f" % (cfgname(c_), c_["push_bytes_per_step"],
+                                                                 c_["pull_bytes_per_step"], pp["p50"], q["p50_us"],
+                                                                 ratio))
+                md.append("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f |" % (
+                    cfgname(c_), c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], pp["p99"],
+                    q["p50_us"], q["p99_us"], ratio))
+
+    # ---- 5b. where the pull+push time goes: the step's four operations, each
+    # measured alone by rt_bench in this run (mlp, 1 ps)
+    if rtb and G:
+        rows_ = {(q["impl"], q["op"], q["bytes"]): q for q in rtb.get("results", [])}
+        big = max((b for (i, o, b) in rows_ if i == "rt-tcp" and o == "READ"), default=None)
+        need = [("rt-tcp", "READ", big), ("rt-tcp", "READ", 8), ("rt-tcp", "WRITE", big), ("rt-tcp", "FETCH_ADD", 8)]
+        g1 = by.get(("mlp", 1, 1, True)) if A else None
+        if big and all(k in rows_ for k in need) and g1:
+            s4 = sum(rows_[k]["p50"] for k in need)
+            pp = g1["phases"]["pullpush_us"]["p50"]
+            derived["decomposition"] = {"ops_p50_us": {"%s %d" % (k[1], k[2]): rows_[k]["p50"] for k in need},
+                                        "sum_p50_us": s4, "pullpush_p50_us_mlp_p1_w1_sync": pp}
+            line = ("pull+push of mlp P=1 W=1 sync, p50 %.1f us; the same four operations measured alone by rt_bench "
+                    "(round trips, p50): READ %d B %.1f, READ 8 B %.1f, WRITE %d B %.1f, FETCH_ADD 8 B %.1f (sum %.1f us; "
+                    "the pull posts its two READs together and waits once)"
+                    % (pp, big, rows_[need[0]]["p50"], rows_[need[1]]["p50"], big, rows_[need[2]]["p50"],
+                       rows_[need[3]]["p50"], s4))
+            txt.append("\n== Where pull+push goes\n" + line)
+            md.append("\n" + line + ".\n")
+        # latency/bandwidth of the transport (used by docs/scaling.md): alpha =
+        # the median of the three 8 B p50s (READ, WRITE, FETCH_ADD); bandwidth
+        # from the mean READ/WRITE p50 at the largest size minus alpha.  Two
+        # anchor sizes, not a least-squares line: the rows between are noisy
+        # on a shared machine and a line through them is pulled around.
+        small = sorted(rows_[("rt-tcp", o, 8)]["p50"] for o in ("READ", "WRITE", "FETCH_ADD")
+                       if ("rt-tcp", o, 8) in rows_)
+        bigs = [rows_[("rt-tcp", o, big)]["p50"] for o in ("READ", "WRITE") if ("rt-tcp", o, big) in rows_]
+        if big and small and bigs:
+            t8 = small[len(small) // 2]
+            tb = sum(bigs) / len(bigs)
+            beta = (tb - t8) / (big - 8)
+            derived["transport_fit"] = {"alpha_us": t8, "beta_us_per_byte": beta,
+                                        "GBps": 1e-3 / beta if beta > 0 else None,
+                                        "from": "rt_bench tcp: median 8 B p50 of READ/WRITE/FETCH_ADD; "
+                                                "mean READ/WRITE p50 at %d B" % big}
+            line = ("transport line from rt_bench tcp round trips (alpha = median 8 B p50 of READ, WRITE, FETCH_ADD; "
+                    "slope to the mean READ/WRITE p50 at %d B): t = %.1f us + bytes / %.2f GB/s"
+                    % (big, t8, 1e-3 / beta if beta > 0 else float("nan")))
+            txt.append(line)
+            md.append(line + "\n")
+
+    # ---- 2b. convergence
+    C = R["convergence"]
+    if C:
+        txt.append("\n== Convergence: validation cross entropy (summed over the 5000 validation images) of the "
+                   "chief's parameters every 10 local steps, against wall time from the first step; target %.0f"
+                   % target)
+        md.append("\n### Convergence: wall time to validation cross entropy <= %.0f (mlp, 1 ps, 2 workers)\n" % target)
+        md.append("Wall time counts from the first step begun by any worker; `skew` is how much later the last worker "
+                  "began its first step (process start and MNIST load).\n")
+        md.append("| run | time to target s | global step at target | gradients/s (run) | TF global steps/s (run) | final val CE | final accuracy | skew s |")
+        md.append("|---|---|---|---|---|---|---|---|")
+        txt.append("%-28s %9s %8s %10s %10s %9s %8s" % ("run", "t_target", "gstep", "grads/s", "gsteps/s",
+                                                     "final_ce", "acc"))
+        conv = []
+        for r in C:
+            x = r["result"]
+            hit = next((p for p in x["val"] if p["val_ce"] <= target), None)
+            fin = x["val"][-1]
+            q = {"name": r["name"], "sync": r["sync"], "t_target_s": hit["wall_s"] if hit else None,
+                 "start_skew_s": x.get("start_skew_s"),
+                 "gstep_target": hit["global_step"] if hit else None, "final_ce": fin["val_ce"],
+                 "final_acc": fin["val_acc"], "grads_s": x["run"]["gradients_per_s"],
+                 "gsteps_s": x["run"]["global_steps_per_s"]}
+            conv.append(q)
+            txt.append("%-28s %9s %8s %10.0f %10.0f %9.1f %8.4f" % (
+                r["name"], f1(q["t_target_s"], 3), q["gstep_target"] if hit else "-", q["grads_s"],
+                q["gsteps_s"] or 0, q["final_ce"], q["final_acc"]))
+            md.append("| %s | %s | %s | %.0f | %.0f | %.1f | %.4f | %s |" % (
+                r["name"], f1(q["t_target_s"], 3), q["gstep_target"] if hit else "not reached", q["grads_s"],
+                q["gsteps_s"] or 0, q["final_ce"], q["final_acc"], f1(q["start_skew_s"], 3)))
+        derived["convergence"] = conv
+        ts = sorted(q["t_target_s"] for q in conv if q["sync"] and q["t_target_s"] is not None)
+        ta = sorted(q["t_target_s"] for q in conv if not q["sync"] and q["t_target_s"] is not None)
+        if ts and ta:
+            derived["time_to_target_async_over_sync"] = med(ta) / med(ts)
+            line = ("median time to target: sync %.3f s, async %.3f s (async/sync = %.2f; >1 means sync got "
+                    "there sooner)" % (med(ts), med(ta), med(ta) / med(ts)))
+            txt.append(line)
+            md.append("\n" + line + "\n")
+        # plot: validation CE vs wall time
+        with open(os.path.join(plots, "conv.gp"), "w") as g:
+            g.write("set terminal pngcairo size 800,480 font 'Sans,10' noenhanced\nset output '%s'\n" %
+                    os.path.join(plots, "conv.png"))
+            g.write(("set title 'mlp, 1 ps, 2 workers, %s: validation cross entropy vs wall time (dashed: target %g)'\n"
+                     % (c["transport"], target)) +
+                    "set xlabel 'wall time since the first step (s)'\nset ylabel 'validation cross entropy (sum over 5000)'\n"
+                    "set logscale y\nset grid\nset key top right\n")
+            g.write("set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lc rgb 'gray'\n" %
+                    (target, target))
+            parts = []
+            for r in C:
+                dat = os.path.join(plots, "conv_%s.dat" % r["name"])
+                with open(dat, "w") as d:
+                    for p in r["result"]["val"]:
+                        d.write("%.6f %.6g\n" % (p["wall_s"], p["val_ce"]))
+                parts.append("'%s' using 1:2 with linespoints pt 7 ps 0.4 lc rgb '%s' title '%s'" % (
+                    dat, "#1f77b4" if r["sync"] else "#d62728", r["name"]))
+            g.write("plot " + ", \\\n     ".join(parts) + "\n")
+
+    # ---- 3. stragglers
+    S = R["stragglers"]
+    if S:
+        d0 = S[0]["straggler_delay_ms"]
+        txt.append("\n== Stragglers: mlp, 1 ps, 3 workers; worker %d sleeps %d ms per step (compute phase). "
+                   "Step times of the two fast workers and of the straggler (p50/p99, us); whole-run rates "
+                   "(warm-up included: first step begun to last step ended)" % (S[0]["straggler_task"], d0))
+        md.append("\n### Stragglers (mlp, 1 ps, 3 workers, worker %d sleeps %d ms per step)\n" %
+                  (S[0]["straggler_task"], d0))
+        md.append("| run | fast step p50 µs | fast step p99 µs | straggler step p50 µs | gradients/s | TF global steps/s | updates | dropped stale | train wall s | final val CE | final accuracy |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        txt.append("%-16s %10s %10s %10s %9s %9s %7s %7s %7s %9s %7s" % (
+            "run", "fast_p50", "fast_p99", "strag_p50", "grads/s", "gsteps/s", "updates", "dropped", "wall_s",
+            "final_ce", "acc"))
+        srows = []
+        for r in S:
+            x = r["result"]
+            fs, ss = x.get("fast_total_us"), x.get("straggler_total_us")
+            fv = x.get("final_val") or {}
+            pd = r.get("ps0_done", {})
+            q = {"label": r["label"], "fast_p50": fs and fs["p50"], "fast_p99": fs and fs["p99"],
+                 "strag_p50": ss and ss["p50"], "grads_s": x["run"]["gradients_per_s"],
+                 "gsteps_s": x["run"]["global_steps_per_s"], "updates": pd.get("updates"),
+                 "dropped": pd.get("dropped"), "wall_s": x["train_wall_s"], "final_ce": fv.get("val_ce"),
+                 "final_acc": fv.get("val_acc")}
+            srows.append(q)
+            txt.append("%-16s %10s %10s %10s %9.0f %9.0f %7s %7s %7.2f %9s %7s" % (
+                q["label"], f1(q["fast_p50"]), f1(q["fast_p99"]), f1(q["strag_p50"]), q["grads_s"],
+                q["gsteps_s"] or 0, q["updates"], q["dropped"], q["wall_s"], f1(q["final_ce"]),
+                f1(q["final_acc"], 4)))
+            md.append("| %s | %s | %s | %s | %.0f | %.0f | %s | %s | %.2f | %s | %s |" % (
+                q["label"], f1(q["fast_p50"]), f1(q["fast_p99"]), f1(q["strag_p50"]), q["grads_s"],
+                q["gsteps_s"] or 0, q["updates"], q["dropped"], q["wall_s"], f1(q["final_ce"]),
+                f1(q["final_acc"], 4)))
+        derived["stragglers"] = srows
+
+    # ---- 4. ps apply
+    if pa:
+        txt.append("\n== ps apply: optimizer throughput over the shard bytes vs a[i] += b[i] over the same floats "
+                   "(bench/ps_apply/ps_apply_bench; bandwidth = bytes moved / p50 time)")
+        txt.append("%-11s %9s %10s %9s %9s %9s %9s" % ("what", "floats", "bytes", "min_us", "p50_us", "GB/s", "vs_add"))
+        md.append("\n### ps apply against `a[i] += b[i]` over the same floats (bench/ps_apply)\n")
+        md.append("| what | floats | bytes moved | min µs | p50 µs | GB/s (p50) | ratio to a[i] += b[i] GB/s |")
+        md.append("|---|---|---|---|---|---|---|")
+        for q in pa:
+            if "gbps" not in q:
+                continue
+            ratio = q["gbps"] / q["ref_gbps"] if q.get("ref_gbps") else None
+            txt.append("%-11s %9d %10d %9.2f %9.2f %9.2f %9s" % (q["what"], q["floats"], q["bytes"], q["min_us"],
+                                                                q["p50_us"], q["gbps"], f1(ratio, 2)))
+            md.append("| %s | %d | %d | %.2f | %.2f | %.2f | %s |" % (q["what"], q["floats"], q["bytes"], q["min_us"],
+                                                                     q["p50_us"], q["gbps"], f1(ratio, 2)))
+        derived["ps_apply"] = pa
+
+    # ---- plots from the raw metrics
+    if G:
+        # stacked bars: mean per phase (means add up; medians would not)
+        sel = [g for g in G if g["key"][1] == 1]
+        for nm, models in (("anatomy_mlp", ("mlp",)), ("anatomy_lstm", ("lstm",))):
+            sub = [g for g in sel if g["key"][0] in models]
+            if not sub:
+                continue
+            fn = os.path.join(plots, nm + ".dat")
+            with open(fn, "w") as d:
+                d.write("# config wait pull compute push\n")
+                for g in sub:
+                    p = g["phases"]
+                    d.write('"W=%d %s" %.1f %.1f %.1f %.1f\n' % (
+                        g["key"][2], "sync" if g["key"][3] else "async", p["wait_us"]["avg"],
+                        p["pull_us"]["avg"], p["compute_us"]["avg"], p["push_us"]["avg"]))
+            with open(os.path.join(plots, nm + ".gp"), "w") as gp:
+                gp.write("set terminal pngcairo size 800,480 font 'Sans,10' noenhanced\nset output '%s'\n" %
+                         os.path.join(plots, nm + ".png"))
+                gp.write("set title 'Step anatomy, %s, 1 ps, %s: mean time per worker step'\n"
+                         "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.85 border -1\n"
+                         "set boxwidth 0.7\nset ylabel 'microseconds per step (mean)'\nset grid ytics\n"
+                         "set key outside right top\nset yrange [0:*]\n" % (models[0], c["transport"]))
+                gp.write("plot '%s' using 2:xtic(1) title 'wait' lc rgb '#999999', '' using 3 title 'pull' lc rgb '#1f77b4', "
+                         "'' using 4 title 'compute' lc rgb '#2ca02c', '' using 5 title 'push' lc rgb '#d62728'\n" % fn)
+        # CDFs of the step total and of pull+push, mlp P=1
+        parts, parts2 = [], []
+        colors = {1: "#1f77b4", 2: "#ff7f0e", 3: "#2ca02c", 4: "#d62728"}
+        for g in G:
+            m, P, W, s_ = g["key"]
+            if m != "mlp" or P != 1:
+                continue
+            tot = sorted(x["total_us"] for x in g["samples"])
+            pp = sorted(x["pull_us"] + x["push_us"] for x in g["samples"])
+            for v, lst, nm in ((tot, parts, "total"), (pp, parts2, "pullpush")):
+                fn = os.path.join(plots, "cdf_%s_%s.dat" % (nm, "w%d_%s" % (W, "sync" if s_ else "async")))
+                with open(fn, "w") as d:
+                    for k, x in enumerate(v):
+                        d.write("%.1f %.6f\n" % (x, (k + 1) / len(v)))
+                lst.append("'%s' using 1:2 with lines lw 2 lc rgb '%s' %s title '%s'" % (
+                    fn, colors.get(W, "#7f7f7f"), "dt 1" if s_ else "dt 2",
+                    "W=%d %s" % (W, "sync" if s_ else "async")))
+        for nm, lst, title in (("total", parts, "step time (wait+pull+compute+push)"),
+                               ("pullpush", parts2, "pull+push per step (round trips)")):
+            if not lst:
+                continue
+            with open(os.path.join(plots, "cdf_%s.gp" % nm), "w") as gp:
+                gp.write("set terminal pngcairo size 800,480 font 'Sans,10' noenhanced\nset output '%s'\n" %
+                         os.path.join(plots, "cdf_%s.png" % nm))
+                gp.write("set title 'CDF of %s, mlp, 1 ps, %s (after warm-up, every sample)'\n"
+                         "set xlabel 'microseconds (log scale)'\nset ylabel 'fraction of steps'\nset logscale x\nset grid\n"
+                         "set key bottom right\nset yrange [0:1]\n" % (title, c["transport"]))
+                rrk = R.get("tcp_rr", {}).get("mlp_p1")
+                if nm == "pullpush" and rrk:
+                    gp.write("set xrange [%g:*]\n" % (rrk["p50_us"] / 2))
+                    gp.write("set arrow from %g, graph 0 to %g, graph 1 nohead lc rgb 'black' dt 3\n"
+                             "set label 'plain TCP request/response p50' at %g, graph 0.5 left offset 0.5,0\n" % (
+                                 rrk["p50_us"], rrk["p50_us"], rrk["p50_us"]))
+                gp.write("plot " + ", \\\n     ".join(lst) + "\n")
+    for gp in sorted(f for f in os.listdir(plots) if f.endswith(".gp")):
+        r = subprocess.run(["gnuplot", os.path.join(plots, gp)], capture_output=True, text=True)
+        if r.returncode:
+            print("report: gnuplot %s failed: %s" % (gp, r.stderr.strip()), file=sys.stderr)
+            return 1
+    with open(os.path.join(out, "report.txt"), "w") as f:
+        f.write("\n".join(txt) + "\n")
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(derived, f, indent=1)
+    print("\n".join(txt))
+    print("\nreport: %s/report.{txt,md,json}, plots in %s" % (out, plots))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except sb.Failed as e:  # a malformed metrics file of a run
+        die("report: %s" % e)

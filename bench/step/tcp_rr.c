@@ -1,0 +1,205 @@
+/* tcp_rr: the plain TCP reference for a training step's transport cost.
+ *
+ *   tcp_rr --req BYTES --resp BYTES [--iters N] [--warmup N] [--warmup-ms MS]
+ *          [--json FILE] [--label TEXT]
+ *
+ * Forks a server on 127.0.0.1 (port picked by the kernel) and measures, from
+ * the client, the ROUND TRIP of one blocking request/response: the client
+ * sends --req bytes (a worker's gradient), the server reads them all and
+ * answers --resp bytes (the parameters), the client reads them all.  That is
+ * what a plain TCP parameter server would need per step for the same bytes.
+ * TCP_NODELAY on both sides, no pinning (like the rdmaps tasks it is compared
+ * with).  Warm-up: --warmup requests (default 50) or --warmup-ms (default
+ * 200), whichever ends first; those samples are dropped and counted in the
+ * output.  Every later sample is kept; statistics in double. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int io_all(int fd, void *buf, size_t len, int sending)
+{
+	uint8_t *b = buf;
+	while (len) {
+		ssize_t r = sending ? send(fd, b, len, MSG_NOSIGNAL) : recv(fd, b, len, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		b += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* nearest-rank percentile of sorted v */
+static double pct(const double *v, long n, double p)
+{
+	long i = (long)ceil(p * (double)n) - 1;
+	return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+static int parse_long(const char *name, const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < lo || v > hi) {
+		fprintf(stderr, "tcp_rr: %s %s: expected an integer in [%ld, %ld]\n", name, s, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: tcp_rr --req BYTES --resp BYTES [--iters N] [--warmup N] [--warmup-ms MS]\n"
+		   "              [--json FILE] [--label TEXT]\n");
+}
+
+int main(int argc, char **argv)
+{
+	long req = -1, resp = -1, iters = 2000, warm = 50, warm_ms = 200;
+	const char *json = NULL, *label = "";
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!v) {
+			fprintf(stderr, "tcp_rr: %s: missing value\n", a);
+			usage(stderr);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--req")) { if (parse_long(a, v, 1, 1L << 30, &req)) return 2; }
+		else if (!strcmp(a, "--resp")) { if (parse_long(a, v, 1, 1L << 30, &resp)) return 2; }
+		else if (!strcmp(a, "--iters")) { if (parse_long(a, v, 1, 100000000, &iters)) return 2; }
+		else if (!strcmp(a, "--warmup")) { if (parse_long(a, v, 0, 100000000, &warm)) return 2; }
+		else if (!strcmp(a, "--warmup-ms")) { if (parse_long(a, v, 0, 3600000, &warm_ms)) return 2; }
+		else if (!strcmp(a, "--json")) json = v;
+		else if (!strcmp(a, "--label")) label = v;
+		else {
+			fprintf(stderr, "tcp_rr: unknown flag '%s'\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (req < 0 || resp < 0) {
+		fprintf(stderr, "tcp_rr: --req and --resp are required\n");
+		usage(stderr);
+		return 2;
+	}
+	uint8_t *qb = calloc(1, (size_t)req), *rb = calloc(1, (size_t)resp);
+	double *s = malloc((size_t)iters * sizeof(double));
+	if (!qb || !rb || !s) {
+		fprintf(stderr, "tcp_rr: out of memory\n");
+		return 1;
+	}
+	int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl)) {
+		perror("tcp_rr: listen on 127.0.0.1");
+		return 1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("tcp_rr: fork");
+		return 1;
+	}
+	if (pid == 0) { /* server: read a request, answer it, until the client closes */
+		int fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			_exit(1);
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		while (!io_all(fd, qb, (size_t)req, 0))
+			if (io_all(fd, rb, (size_t)resp, 1))
+				_exit(1);
+		_exit(0);
+	}
+	close(lfd);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("tcp_rr: connect");
+		kill(pid, SIGTERM);
+		return 1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	long dropped = 0;
+	double wend = now_us() + warm_ms * 1e3;
+	for (; dropped < warm && now_us() < wend; dropped++)
+		if (io_all(fd, qb, (size_t)req, 1) || io_all(fd, rb, (size_t)resp, 0))
+			goto io_err;
+	for (long k = 0; k < iters; k++) {
+		double t0 = now_us();
+		if (io_all(fd, qb, (size_t)req, 1) || io_all(fd, rb, (size_t)resp, 0))
+			goto io_err;
+		s[k] = now_us() - t0;
+	}
+	close(fd);
+	int st;
+	waitpid(pid, &st, 0);
+
+	double sum = 0, sq = 0;
+	for (long k = 0; k < iters; k++)
+		sum += s[k];
+	double avg = sum / iters;
+	for (long k = 0; k < iters; k++)
+		sq += (s[k] - avg) * (s[k] - avg);
+	double sd = iters > 1 ? sqrt(sq / (iters - 1)) : 0;
+	qsort(s, (size_t)iters, sizeof(double), cmp_dbl);
+	printf("# tcp_rr: plain TCP request/response on 127.0.0.1, ROUND TRIP per request (us); "
+	       "warm-up dropped %ld requests\n", dropped);
+	printf("%-10s %-10s %8s %9s %9s %9s %9s %9s %9s %9s\n", "req_B", "resp_B", "iters", "min", "p50", "avg",
+	       "stdev", "p99", "p99.9", "max");
+	printf("%-10ld %-10ld %8ld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", req, resp, iters, s[0],
+	       pct(s, iters, 0.5), avg, sd, pct(s, iters, 0.99), pct(s, iters, 0.999), s[iters - 1]);
+	if (json) {
+		FILE *f = fopen(json, "w");
+		if (!f) {
+			fprintf(stderr, "tcp_rr: %s: %s\n", json, strerror(errno));
+			return 1;
+		}
+		fprintf(f,
+			"{\"bench\":\"tcp_rr\",\"label\":\"%s\",\"round_trip\":true,\"req_bytes\":%ld,\"resp_bytes\":%ld,"
+			"\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,\"avg_us\":%.3f,"
+			"\"stdev_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f}\n",
+			label, req, resp, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd, pct(s, iters, 0.99),
+			pct(s, iters, 0.999), s[iters - 1]);
+		fclose(f);
+	}
+	free(qb); free(rb); free(s);
+	return 0;
+io_err:
+	perror("tcp_rr: request/response");
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	return 1;
+}

@@ -1,0 +1,120 @@
+#!/bin/sh
+# bench/step/vm_steps.sh: a small step-anatomy set for the SoftRoCE VM
+# (POSIX sh + awk: busybox is all the VM has; no Python there).
+#
+#   vm_steps.sh RDMAPS_BIN DATA_DIR ADDR [OUT_DIR]
+#
+# Runs mlp, 1 ps, on ADDR: W=1 sync, W=2 sync, W=2 async, each over
+# --transport=rdma and then --transport=tcp (same VM, same run), tasks
+# started by hand so that every worker has its own --metrics file; ports are
+# random high ports checked free in /proc/net/tcp.  Steps per run:
+# RDMAPS_VM_STEPS (default 40); RDMAPS_VM_TRANSPORTS (default "rdma tcp").  Warm-up per worker: the first 5 steps or
+# the first 0.5 s, whichever ends first, are dropped (counted in the output);
+# every later step is kept.  Prints one line per (run, phase):
+#   STEP-ANATOMY <run> <transport> <phase> n=<kept> drop=<dropped> min= p50= avg= p99= max=  (us)
+# and per phase the rdma/tcp p50 ratio of the same configuration:
+#   STEP-RATIO <config> <phase> rdma_over_tcp_p50=<x>
+# The VM runs under TCG (emulated CPU): only ratios inside one run mean
+# anything.  Exit 0 when every run finished, 1 otherwise, 2 on bad arguments.
+bin=${1:?usage: vm_steps.sh RDMAPS_BIN DATA_DIR ADDR [OUT_DIR]}
+data=${2:?data dir}
+addr=${3:?address}
+out=${4:-/tmp/rdmaps-vmsteps}
+steps=${RDMAPS_VM_STEPS:-40}
+transports=${RDMAPS_VM_TRANSPORTS:-rdma tcp}
+[ -x "$bin" ] || { echo "vm_steps: $bin: not executable" >&2; exit 2; }
+[ -d "$data" ] || { echo "vm_steps: $data: no such directory" >&2; exit 2; }
+mkdir -p "$out" || exit 2
+
+free_port() {
+	while :; do
+		p=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000 + 20000 ))
+		hex=$(printf '%04X' "$p")
+		if ! cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '{print $2}' | grep -q ":$hex\$"; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# run NAME TRANSPORT W SYNC(1|0)
+run() {
+	name=$1 tr=$2 W=$3 sync=$4
+	d="$out/$name"
+	rm -rf "$d"; mkdir -p "$d"
+	ps="$addr:$(free_port)"
+	wk=""
+	i=0
+	while [ $i -lt "$W" ]; do
+		wk="$wk${wk:+,}$addr:$(free_port)"
+		i=$((i + 1))
+	done
+	n=$steps
+	flags="--ps_hosts=$ps --worker_hosts=$wk --model=mlp --data_dir=$data --transport=$tr --seed=1 --log_every=1000000 --timeout=300"
+	if [ "$sync" = 1 ]; then flags="$flags --sync_replicas=True"; else n=$((steps * W)); fi
+	flags="$flags --train_steps=$n"
+	# shellcheck disable=SC2086
+	"$bin" --job_name=ps --task_index=0 $flags >"$d/ps0.log" 2>&1 &
+	pids=$!
+	i=0
+	while [ $i -lt "$W" ]; do
+		# shellcheck disable=SC2086
+		"$bin" --job_name=worker --task_index=$i $flags --metrics="$d/metrics.w$i.json" >"$d/worker$i.log" 2>&1 &
+		pids="$pids $!"
+		i=$((i + 1))
+	done
+	rc=0
+	for p in $pids; do wait "$p" || rc=1; done
+	if [ $rc != 0 ]; then
+		echo "STEP-RUN-FAILED $name (logs in $d)"
+		tail -3 "$d"/*.log
+		return 1
+	fi
+	for ph in wait_us pull_us compute_us push_us total_us; do
+		line=$(stats "$d" "$ph")
+		echo "STEP-ANATOMY $name $tr ${ph%_us} $line"
+		echo "$name ${ph%_us} $line" >>"$out/table.txt"
+	done
+}
+
+# stats DIR PHASE -> "n= drop= min= p50= avg= p99= max=" over every worker's
+# kept steps (warm-up rule above); percentiles nearest-rank
+stats() {
+	for f in "$1"/metrics.w*.json; do
+		awk -v ph="$2" '
+		function num(k,   r) { if (match($0, "\"" k "\":[-0-9.e+]+")) { r = substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3); return r + 0 } return -1 }
+		{
+			tot = num("wait_us") + num("pull_us") + num("compute_us") + num("push_us")
+			tb = num("t") - tot / 1e6
+			if (NR == 1) t0 = tb
+			if (NR <= 5 && tb - t0 < 0.5) { print "D"; next }
+			print (ph == "total_us" ? tot : num(ph))
+		}' "$f"
+	done | awk '
+		$1 == "D" { drop++; next }
+		{ v[++n] = $1 + 0; s += $1 }
+		END {
+			if (n == 0) { printf "n=0 drop=%d\n", drop; exit }
+			# insertion sort: a few hundred samples at most
+			for (i = 2; i <= n; i++) { x = v[i]; j = i - 1; while (j > 0 && v[j] > x) { v[j + 1] = v[j]; j-- } v[j + 1] = x }
+			p50 = v[int(0.5 * n + 0.999999)]; p99 = v[int(0.99 * n + 0.999999)]
+			printf "n=%d drop=%d min=%.1f p50=%.1f avg=%.1f p99=%.1f max=%.1f\n", n, drop, v[1], p50, s / n, p99, v[n]
+		}'
+}
+
+: >"$out/table.txt"
+fail=0
+for cfg in "w1_sync 1 1" "w2_sync 2 1" "w2_async 2 0"; do
+	set -- $cfg
+	for tr in $transports; do
+		echo "== vm_steps: mlp P=1 $1 over $tr, $steps steps"
+		run "$1_$tr" "$tr" "$2" "$3" || fail=1
+	done
+	for ph in wait pull compute push total; do
+		a=$(awk -v r="$1_rdma" -v p="$ph" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt")
+		b=$(awk -v r="$1_tcp" -v p="$ph" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt")
+		[ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v c="$1" -v p="$ph" \
+			'BEGIN { if (b > 0) printf "STEP-RATIO %s %s rdma_over_tcp_p50=%.2f (rdma %.1f us, tcp %.1f us)\n", c, p, a / b, a, b }'
+	done
+done
+exit $fail
