@@ -214,7 +214,8 @@ int main(int argc, char **argv)
 	/* Declare the rogue identities finished (async job: the ps ends when every
 	 * worker is done), so that the honest workers can complete the job. */
 	for (int k = 0; k < NCONN; k++) {
-		rc = rt_fetch_add(r[k].c, 1, 0, G_PS_COUNTERS, (uint64_t)j.nworkers * 8, 1, 23, RT_F_SIGNALED);
+		rc = rt_fetch_add(r[k].c, 1, 0, G_PS_COUNTERS,
+				  counters_done_idx(j.nworkers, (int)r[k].index) * 8, 1, 23, RT_F_SIGNALED);
 		if (rc || (rc = wait1(r[k].c, 20000))) {
 			fprintf(stderr, "rogue_worker: done fetch-add as worker %u: %s\n", r[k].index,
 				rdmaps_strerror(rc));
