@@ -10,6 +10,9 @@
  * Environment:
  *   RDMAPS_FAULT_N=n      fail the n-th wrapped call of this process (1-based);
  *                         unset or 0: fail nothing, only count.
+ *   RDMAPS_FAULT_ONLY=f   count (and fail) only calls to the function f, e.g.
+ *                         pthread_create: reproduces one failure of a sweep
+ *                         whose call order varies between runs.
  *   RDMAPS_FAULT_REPORT=1 at exit, print "rdmaps-fault: calls #<total>" on stderr
  *                         (scripts/fault-sweep.sh uses it to size the sweep).
  * When the n-th call fails it prints, on stderr:
@@ -31,6 +34,7 @@
 static unsigned long fault_n;      /* 0 = never */
 static unsigned long fault_calls;  /* atomic */
 static int fault_report;
+static const char *fault_only;     /* NULL = every wrapped function */
 
 ssize_t __real_write(int fd, const void *b, size_t n);
 
@@ -54,11 +58,15 @@ __attribute__((constructor)) static void fault_init(void)
 	fault_n = s ? strtoul(s, NULL, 10) : 0;
 	s = getenv("RDMAPS_FAULT_REPORT");
 	fault_report = s && *s && strcmp(s, "0");
+	s = getenv("RDMAPS_FAULT_ONLY");
+	fault_only = s && *s ? s : NULL;
 }
 
 /* 1 if this call is the one to fail (and says so on stderr). */
 static int fault_hit(const char *fn)
 {
+	if (fault_only && strcmp(fault_only, fn))
+		return 0;
 	unsigned long k = __atomic_add_fetch(&fault_calls, 1, __ATOMIC_RELAXED);
 	if (!fault_n || k != fault_n)
 		return 0;

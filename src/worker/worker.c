@@ -185,8 +185,10 @@ static int connect_one(struct worker *w, int p, int secs)
 		pause_us = pause_us < 500000 ? pause_us * 2 : 1000000;
 	}
 	rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)w->me * 8, 0, 8, RT_F_SIGNALED);
-	if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "push count read", p)))
+	if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "push count read", p))) {
+		rt_conn_delete(&sh->c); /* connected but unusable: not leaked, not reused */
 		return rc;
+	}
 	sh->seq = *sh->atom;
 	sh->held = UINT64_MAX;
 	return 0;
@@ -411,7 +413,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		printf("Worker %d: Waiting for session to be initialized...\n", w.me);
 	fflush(stdout);
 	if ((rc = connect_all(&w)))
-		goto out_ctx;
+		goto out_conn; /* the shards connected before the failing one */
 	/* The chief initializes (seeded) every shard that is not ready yet by
 	 * writing the initial values into its own slot (kind INIT).  A shard
 	 * restored from a checkpoint is ready: it is not initialized again. */
