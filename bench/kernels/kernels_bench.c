@@ -14,6 +14,9 @@
  * --rounds=R repeats (ours, torch) back to back R times per configuration and
  * reports the median of the per-round medians (min/max are over all blocks),
  * plus the min and median over rounds of the per-round ours/torch ratios.
+ * The OpenBLAS core (kernel set) in use is printed and recorded in the JSON:
+ * torch_ref.py inherits the environment, so OPENBLAS_CORETYPE applies to
+ * both sides (PyTorch here calls the same system OpenBLAS).
  */
 #include <math.h>
 #include <stdint.h>
@@ -26,6 +29,7 @@
 #include "kernels/optim.h"
 
 extern void openblas_set_num_threads(int);
+extern char *openblas_get_corename(void);
 
 #define POOL 8
 #define MAXCFG 16
@@ -312,6 +316,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "kernels_bench: %s threads=%d done\n", r->model, t);
 		}
 	}
+	const char *core = openblas_get_corename(), *core_env = getenv("OPENBLAS_CORETYPE");
+	printf("openblas core=%s (OPENBLAS_CORETYPE=%s)\n", core ? core : "?", core_env ? core_env : "unset");
 	printf("%-5s %5s %7s %9s %12s %10s %10s %10s %13s %11s %7s %9s\n", "model", "batch", "threads", "params",
 	       "steps/s(med)", "min", "max", "cpu-steps/s", "torch steps/s", "torch cpu/s", "ratio", "cpu-ratio");
 	for (int i = 0; i < nr; i++) {
@@ -350,8 +356,8 @@ int main(int argc, char **argv)
 		if (!out)
 			continue;
 		fprintf(out, "{\"bench\":\"kernels\",\"method\":{\"blocks\":%d,\"block_s\":%g,\"warmup_steps\":%d,\"warmup_s\":%g,\"rounds\":%d,"
-			     "\"stat\":\"median over rounds of median block steps/s\",\"step\":\"grad+adam\"},\"results\":[",
-			o.blocks, o.block_s, o.warmup_steps, o.warmup_s, o.rounds);
+			     "\"stat\":\"median over rounds of median block steps/s\",\"step\":\"grad+adam\",\"openblas_core\":\"%s\"},\"results\":[",
+			o.blocks, o.block_s, o.warmup_steps, o.warmup_s, o.rounds, core ? core : "?");
 		for (int i = 0; i < nr; i++) {
 			struct result *r = &res[i];
 			fprintf(out, "%s{\"model\":\"%s\",\"batch\":%d,\"threads\":%d,\"nparams\":%zu,\"steps_per_s\":%.2f,"
