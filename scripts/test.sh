@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: host tiers (ctest labels unit|tcp) in build/, then the
+# The whole test suite: host tiers (ctest labels unit|tcp|quick: quick = the mlp accuracy tests, ~10 s) in build/, then the
 # rdma tier (ci/softroce/run test: on the host if it has an RDMA device or can
 # load rdma_rxe, else in a SoftRoCE QEMU VM). Ends with one line
 # "N passed, N failed, N skipped" summed over all tiers; exit non-zero if
@@ -41,9 +41,9 @@ count() {
 	F=$(( tot - P - S ))
 }
 
-echo "== host tiers: ctest -L 'unit|tcp' [$(el)]"
+echo "== host tiers: ctest -L 'unit|tcp|quick' [$(el)]"
 set +e
-ctest --test-dir "$bdir" -L 'unit|tcp' --output-on-failure -j"$(nproc)" 2>&1 | tee "$tmp/host.log"
+ctest --test-dir "$bdir" -L 'unit|tcp|quick' --output-on-failure -j"$(nproc)" 2>&1 | tee "$tmp/host.log"
 hrc=${PIPESTATUS[0]}
 set -e
 count "$tmp/host.log"; hp=$P; hf=$F; hs=$S
@@ -91,6 +91,6 @@ else
 fi
 
 tp=$((hp + xp)); tf=$((hf + xf)); ts=$((hs + xs))
-echo "== total [$(el)]: host(unit|tcp) $hp/$hf/$hs$xsum (passed/failed/skipped)"
+echo "== total [$(el)]: host(unit|tcp|quick) $hp/$hf/$hs$xsum (passed/failed/skipped)"
 echo "$tp passed, $tf failed, $ts skipped"
 [ "$tf" = 0 ]
