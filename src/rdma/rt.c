@@ -334,6 +334,11 @@ const struct rt_remote *rt_conn_remote(const struct rt_conn *c, uint32_t id)
 	return &c->remote[id];
 }
 
+unsigned rt_conn_caps(const struct rt_conn *c)
+{
+	return c && c->ops ? c->ops->caps : 0;
+}
+
 const struct rt_hello *rt_conn_hello(const struct rt_conn *c)
 {
 	return c ? &c->peer_hello : NULL;

@@ -201,6 +201,23 @@ int rt_poll(struct rt_conn *c, struct rt_completion *comps, int max,
  * (signaled or not) has completed; returns the first error seen. */
 int rt_flush(struct rt_conn *c, int timeout_ms);
 
+/* --- capabilities ---------------------------------------------------------- */
+
+/* RT_CAP_ORDERED_PLACEMENT: an operation posted on a connection after a
+ * WRITE executes at the target only after every byte of that WRITE has been
+ * placed in the target's memory and is visible to the target's CPU (a CPU
+ * that sees the effect of the later operation, e.g. a FETCH_ADD result, with
+ * an acquire load also sees the WRITE's bytes).  With it, WRITE + FETCH_ADD
+ * can be posted back to back and waited for once; without it, the WRITE's
+ * completion must be waited for before the FETCH_ADD is posted.
+ * TCP: yes (the target's progress thread receives a WRITE's payload into the
+ * region before it reads the next request, and executes atomics with
+ * __ATOMIC_SEQ_CST).  Verbs: no (docs/protocol.md Q1 says why). */
+#define RT_CAP_ORDERED_PLACEMENT 1u
+
+/* The capabilities (RT_CAP_* bits) of the connection's transport; 0 for NULL. */
+unsigned rt_conn_caps(const struct rt_conn *c);
+
 /* Last error text on this connection (peer-supplied detail for TCP). */
 const char *rt_conn_errmsg(const struct rt_conn *c);
 

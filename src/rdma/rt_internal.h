@@ -61,6 +61,7 @@ struct rt_conn {
 
 struct rt_ops {
 	const char *name;
+	unsigned caps;              /* RT_CAP_* bits (rt.h): what the backend guarantees */
 	int (*ctx_init)(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg);
 	void (*ctx_fini)(struct rt_ctx *ctx);
 	int (*listen)(struct rt_ctx *ctx, const char *host, uint16_t port,

@@ -617,6 +617,9 @@ static void tcp_conn_fini(struct rt_conn *c)
 
 const struct rt_ops rt_tcp_ops = {
 	.name = "tcp",
+	/* tcp_serve.c: a WRITE's payload is received into the region before the
+	 * next request of that connection is read; atomics are SEQ_CST */
+	.caps = RT_CAP_ORDERED_PLACEMENT,
 	.ctx_init = tcp_ctx_init,
 	.ctx_fini = tcp_ctx_fini,
 	.listen = tcp_listen,
