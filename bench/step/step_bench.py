@@ -76,12 +76,11 @@ class Failed(Exception):
 
 
 def shard_bytes(n):
-    """bytes a worker moves per step for a shard of n floats (src/ps/layout.h):
-    pull = one parameter buffer (64 B header + padded floats) + the fenced 8 B
-    version READ; push = the slot image (64 B + padded floats) + the 8 B
-    FETCH_ADD."""
-    pad = (n + 15) & ~15
-    return 64 + pad * 4 + 8, 64 + pad * 4 + 8
+    """bytes a worker moves per step for a shard of n floats (src/worker/worker.c):
+    pull = the shard's floats (READ piece by piece straight into the model
+    vector) + the fenced 8 B version READ; push = the floats + the 64 B slot
+    header + the 8 B FETCH_ADD."""
+    return n * 4 + 8, n * 4 + 64 + 8
 
 
 def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
