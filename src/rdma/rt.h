@@ -215,8 +215,29 @@ int rt_flush(struct rt_conn *c, int timeout_ms);
  * __ATOMIC_SEQ_CST).  Verbs: no (docs/protocol.md Q1 says why). */
 #define RT_CAP_ORDERED_PLACEMENT 1u
 
-/* The capabilities (RT_CAP_* bits) of the connection's transport; 0 for NULL. */
+/* RT_CAP_TARGET_WAKE: a thread can sleep until a peer's WRITE or atomic
+ * has been executed on this context's memory, instead of spinning on that
+ * memory (rt_ctx_wait_target).  TCP: yes (the progress thread executes
+ * them and wakes the sleeper).  Verbs: no (the NIC writes memory without
+ * telling any CPU: poll the memory). */
+#define RT_CAP_TARGET_WAKE 2u
+
+/* The capabilities (RT_CAP_* bits) of the connection's / context's
+ * transport; 0 for NULL. */
 unsigned rt_conn_caps(const struct rt_conn *c);
+unsigned rt_ctx_caps(const struct rt_ctx *ctx);
+
+/* Target events (RT_CAP_TARGET_WAKE): a counter of the peers' WRITEs and
+ * atomics executed on this context's regions, bumped after the operation's
+ * effect is in memory.  Lost-wakeup-free use: read the counter, check the
+ * memory, and if nothing changed, rt_ctx_wait_target(ctx, that value, ...).
+ * rt_ctx_target_events: the counter (0 without the capability).
+ * rt_ctx_wait_target: RDMAPS_OK at once if the counter differs from seen,
+ * else sleeps until it does (RDMAPS_OK) or timeout_us passed
+ * (RDMAPS_E_TIMEOUT); RDMAPS_E_INVAL without the capability or for NULL.
+ * Any thread; no allocation. */
+uint32_t rt_ctx_target_events(const struct rt_ctx *ctx);
+int rt_ctx_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
 
 /* Last error text on this connection (peer-supplied detail for TCP). */
 const char *rt_conn_errmsg(const struct rt_conn *c);

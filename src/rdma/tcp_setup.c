@@ -619,7 +619,7 @@ const struct rt_ops rt_tcp_ops = {
 	.name = "tcp",
 	/* tcp_serve.c: a WRITE's payload is received into the region before the
 	 * next request of that connection is read; atomics are SEQ_CST */
-	.caps = RT_CAP_ORDERED_PLACEMENT,
+	.caps = RT_CAP_ORDERED_PLACEMENT | RT_CAP_TARGET_WAKE,
 	.ctx_init = tcp_ctx_init,
 	.ctx_fini = tcp_ctx_fini,
 	.listen = tcp_listen,
@@ -632,4 +632,6 @@ const struct rt_ops rt_tcp_ops = {
 	.post = tcp_post,
 	.poll = tcp_poll,
 	.flush = tcp_flush,
+	.target_events = tcp_target_events,
+	.wait_target = tcp_wait_target,
 };

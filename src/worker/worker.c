@@ -400,10 +400,20 @@ static int wait_token(struct worker *w, int p)
 	unsigned spins = 0;
 	double start = rdmaps_now(), end = start + j->timeout_s, next_check = start + 0.2;
 	double next_msg = start + j->barrier_timeout_s;
-	while (MBOX_TOKEN(__atomic_load_n(sh->mbox, __ATOMIC_ACQUIRE)) < (sh->seq & 0xffffffffull)) {
-		rdmaps_backoff(&spins);
-		if ((spins & 255) != 0)
-			continue;
+	/* Sleep until the ps's release WRITE lands where the transport can wake
+	 * us (RT_CAP_TARGET_WAKE), else spin with backoff on the mailbox. */
+	int wake = (rt_ctx_caps(w->ctx) & RT_CAP_TARGET_WAKE) != 0;
+	for (;;) {
+		uint32_t ev = wake ? rt_ctx_target_events(w->ctx) : 0; /* before the check: no lost wake-up */
+		if (MBOX_TOKEN(__atomic_load_n(sh->mbox, __ATOMIC_ACQUIRE)) >= (sh->seq & 0xffffffffull))
+			break;
+		if (wake) {
+			rt_ctx_wait_target(w->ctx, ev, 20000);
+		} else {
+			rdmaps_backoff(&spins);
+			if ((spins & 255) != 0)
+				continue;
+		}
 		double now = rdmaps_now();
 		if (now < next_check)
 			continue;
