@@ -38,6 +38,7 @@ struct wshard {
 	int ordered;           /* the connection has RT_CAP_ORDERED_PLACEMENT */
 	/* per-step state of the overlapped pull / push */
 	int posted;            /* ops of this step awaiting their one signaled completion */
+	int unreaped;          /* ordered pushes whose FETCH_ADD completion is not polled yet */
 	uint64_t want;         /* pull: the version asked for */
 	int err;               /* first error of this step on this shard */
 };
@@ -188,15 +189,27 @@ static int push_counter(struct worker *w, int p)
 }
 
 /* Push to every shard: post all shards' WRITEs (and, ordered, their
- * FETCH_ADDs) before waiting for any.  A shard's push count moves only
- * when its FETCH_ADD completed.  On an error every other shard is still
- * waited for, then the first failing shard is returned in *bad. */
+ * FETCH_ADDs) before waiting for any.  Unordered: a shard's push count
+ * moves when its FETCH_ADD completed.  Ordered: it moves once the FETCH_ADD
+ * is posted, and its completion is reaped later (reap()): the token this
+ * worker waits for next implies that the FETCH_ADD executed, so waiting
+ * for its reply here would only add a wake-up to the step.  A broken
+ * connection still shows (the token wait probes it).  On an error every
+ * other shard is still waited for, then the first failing shard is
+ * returned in *bad. */
 static int push_all(struct worker *w, uint32_t lid, uint32_t kind, double loss, int *bad)
 {
 	int first = 0;
 	*bad = -1;
-	for (int p = 0; p < w->P; p++)
-		w->s[p].err = push_post(w, p, lid, kind, kind == SLOT_INIT ? 0 : w->s[p].held, loss);
+	for (int p = 0; p < w->P; p++) {
+		struct wshard *sh = &w->s[p];
+		sh->err = push_post(w, p, lid, kind, kind == SLOT_INIT ? 0 : sh->held, loss);
+		if (!sh->err && sh->ordered) {
+			sh->posted = 0;
+			sh->unreaped++;
+			sh->seq++;
+		}
+	}
 	for (int p = 0; p < w->P; p++)
 		if (!w->s[p].err && !w->s[p].ordered)
 			w->s[p].err = push_counter(w, p);
@@ -213,6 +226,27 @@ static int push_all(struct worker *w, uint32_t lid, uint32_t kind, double loss, 
 		}
 	}
 	return first;
+}
+
+/* Poll the completions of ordered pushes (FETCH_ADDs) not reaped yet: after
+ * the token they have executed, so this rarely waits.  Done right after the
+ * token wait, before any other op is posted (wait_comp counts completions,
+ * so none may be left over), hence also before the gradient vector (their
+ * WRITEs' source) is written again and before the end of training. */
+static int reap(struct worker *w, int *bad)
+{
+	for (int p = 0; p < w->P; p++) {
+		struct wshard *sh = &w->s[p];
+		if (sh->unreaped) {
+			int rc = wait_comp(sh, sh->unreaped, w->tmo_ms, "counter fetch-add", p);
+			sh->unreaped = 0;
+			if (rc) {
+				*bad = p;
+				return rc;
+			}
+		}
+	}
+	return 0;
 }
 
 /* One shard's push (the chief's INIT, during start-up and recovery). */
@@ -288,6 +322,7 @@ static int connect_one(struct worker *w, int p, int secs)
 	}
 	sh->seq = *sh->atom;
 	sh->held = UINT64_MAX;
+	sh->unreaped = 0;
 	sh->ordered = (rt_conn_caps(sh->c) & RT_CAP_ORDERED_PLACEMENT) != 0;
 	return 0;
 }
@@ -422,6 +457,10 @@ static int wait_token(struct worker *w, int p)
 		int got = rt_poll(sh->c, c, 4, 1); /* liveness: a dead ps shows here */
 		if (got < 0)
 			return got;
+		for (int k = 0; k < got; k++) /* unreaped push completions (ordered transport) */
+			if (c[k].status)
+				return c[k].status;
+		sh->unreaped = sh->unreaped > got ? sh->unreaped - got : 0;
 		if (j->sync && now >= next_msg) {
 			next_msg = now + j->barrier_timeout_s;
 			barrier_report(w, p, now - start);
@@ -581,7 +620,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		}
 		double t1 = rdmaps_now();
 		/* (2) pull what changed, straight into w.params, all shards at once */
-		if ((rc = pull_all(&w, &p)))
+		if ((rc = reap(&w, &p)) || (rc = pull_all(&w, &p)))
 			goto lost;
 		uint64_t gstep = w.s[0].held;
 		if ((long)gstep >= j->train_steps) {

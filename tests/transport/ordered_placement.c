@@ -10,11 +10,15 @@
  * region against round k's pattern.  With the capability this can never
  * mismatch; a backend that executed the atomic before the WRITE's bytes
  * were all placed would fail here.  A backend without the capability is
- * reported and skipped (exit 77). */
+ * reported and skipped (exit 77).
+ * Then RT_CAP_TARGET_WAKE, where claimed: rt_ctx_wait_target times out
+ * when no peer op comes, and a sleeping waiter is woken by a FETCH_ADD
+ * (and sees the counter's new value). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rdma/rt.h"
 
@@ -28,6 +32,19 @@ static uint8_t *g_region;
 static uint64_t *g_cnt;
 static long g_bad, g_seen;
 static int g_accept_rc;
+
+static struct rt_ctx *g_tctx;
+static int g_wake_rc = 1;
+
+/* Sleeps until a peer op lands (up to 10 s), then checks the counter moved. */
+static void *waker_target(void *arg)
+{
+	uint32_t seen = *(uint32_t *)arg;
+	uint64_t before = __atomic_load_n(g_cnt, __ATOMIC_ACQUIRE);
+	int rc = rt_ctx_wait_target(g_tctx, seen, 10000000);
+	g_wake_rc = rc == RDMAPS_OK && __atomic_load_n(g_cnt, __ATOMIC_ACQUIRE) == before + 1 ? 0 : 1;
+	return NULL;
+}
 
 static uint8_t pat(size_t i, uint64_t k) { return (uint8_t)(i * 31u + k * 7u + (i >> 12)); }
 
@@ -80,6 +97,7 @@ int main(int argc, char **argv)
 	struct rt_ctx_cfg cfg = { .kind = kind, .bind_host = addr, .timeout_ms = TMO, .numa_node = -1 };
 	struct rt_ctx *tctx = NULL, *cctx = NULL;
 	int rc = rt_ctx_new(&cfg, &tctx);
+	g_tctx = tctx;
 	if (rc == RDMAPS_E_NODEV) {
 		printf("SKIP: no RDMA device\n");
 		return 77;
@@ -144,6 +162,31 @@ int main(int argc, char **argv)
 	if (!ret)
 		printf("ok: %d rounds of WRITE %u B + FETCH_ADD posted back to back; the target saw every round's bytes with its counter\n",
 		       ROUNDS, LEN);
+	if (!ret && (rt_ctx_caps(tctx) & RT_CAP_TARGET_WAKE)) {
+		uint32_t seen = rt_ctx_target_events(tctx);
+		if ((rc = rt_ctx_wait_target(tctx, seen, 2000)) != RDMAPS_E_TIMEOUT) {
+			fprintf(stderr, "FAIL: wait_target with no peer op: %s, expected a timeout\n", rdmaps_strerror(rc));
+			ret = 1;
+		} else if (rt_ctx_wait_target(tctx, seen - 1, 10000000) != RDMAPS_OK) {
+			fprintf(stderr, "FAIL: wait_target with a stale 'seen' did not return at once\n");
+			ret = 1;
+		} else {
+			pthread_t wt;
+			struct rt_completion cmp;
+			pthread_create(&wt, NULL, waker_target, &seen);
+			usleep(20000); /* most likely asleep by now; either way it must see the op */
+			rc = rt_fetch_add(c, 1, 0, 1, 0, 1, 7, RT_F_SIGNALED);
+			if (rc || rt_poll(c, &cmp, 1, TMO) != 1 || cmp.status)
+				ret = 1;
+			pthread_join(wt, NULL);
+			if (ret || g_wake_rc) {
+				fprintf(stderr, "FAIL: a FETCH_ADD did not wake rt_ctx_wait_target (or the counter did not move)\n");
+				ret = 1;
+			} else {
+				printf("ok: rt_ctx_wait_target times out without peer ops and is woken by a FETCH_ADD\n");
+			}
+		}
+	}
 out:
 	rt_conn_delete(&c);
 	rt_conn_delete(&g_tconn);
