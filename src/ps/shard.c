@@ -525,7 +525,9 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	fflush(stdout);
 
 	struct rt_ctx_cfg cc = { .kind = j->transport, .bind_host = host, .timeout_ms = j->timeout_s * 1000,
-				 .auth_token = j->token, .numa_node = -1 };
+				 .auth_token = j->token, .numa_node = -1,
+				 /* the idle loop waits for FETCH_ADDs (ready_seq, done) only */
+				 .target_events = RT_EV_ATOMIC };
 	if ((rc = rt_ctx_new(&cc, &s.ctx))) {
 		fprintf(stderr, "ps %d: transport: %s\n", j->task_index, rdmaps_strerror(rc));
 		goto err_layout;

@@ -74,7 +74,14 @@ struct rt_ctx_cfg {
 	 * longer than the budget pays a wake-up.  TCP: ignored (it blocks in
 	 * recv). */
 	int poll_spin_us;
+	/* RT_CAP_TARGET_WAKE: which peer ops bump the target event counter
+	 * (RT_EV_* bits); 0 = all.  A ps that waits for FETCH_ADDs only sets
+	 * RT_EV_ATOMIC and is not woken by the gradient WRITEs before them. */
+	unsigned target_events;
 };
+
+#define RT_EV_WRITE  1u        /* a peer WRITE's payload is in our memory */
+#define RT_EV_ATOMIC 2u        /* a peer FETCH_ADD / CMP_SWAP executed */
 
 struct rt_grant {
 	uint32_t id;              /* < RT_MAX_GRANTS, unique per side of a conn */

@@ -161,6 +161,7 @@ struct tcp_ctx {
 	 * after each peer WRITE / atomic; a futex word */
 	uint32_t events;
 	int waiters;              /* threads in tcp_wait_target */
+	unsigned ev_mask;         /* RT_EV_* that count (cfg.target_events, 0 = all) */
 	uint8_t scratch[65536];   /* discarded payloads */
 };
 

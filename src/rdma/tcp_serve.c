@@ -32,8 +32,10 @@ enum { ST_OK = 0, ST_BLOCKED = 1, ST_CLOSE = 2 };
  * bump tc->events, and wake sleepers if there are any.  Both sides use
  * SEQ_CST: either the sleeper's waiters++ is seen here (wake), or the bump
  * is seen by its FUTEX_WAIT (which then does not sleep). */
-static void target_event(struct tcp_ctx *tc)
+static void target_event(struct tcp_ctx *tc, unsigned kind)
 {
+	if (!(tc->ev_mask & kind))
+		return;
 	__atomic_fetch_add(&tc->events, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&tc->waiters, __ATOMIC_SEQ_CST))
 		syscall(SYS_futex, &tc->events, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
@@ -235,7 +237,7 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 			return srv_reply(tc, s, &f, RDMAPS_E_REMOTE_ACCESS, NULL, 0, 0);
 		{
 			uint64_t old = __atomic_fetch_add((uint64_t *)(void *)p, f.a, __ATOMIC_SEQ_CST);
-			target_event(tc);
+			target_event(tc, RT_EV_ATOMIC);
 			return srv_reply(tc, s, &f, 0, NULL, 0, old);
 		}
 	case RT_OP_CMP_SWAP: {
@@ -245,7 +247,7 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 			return srv_reply(tc, s, &f, RDMAPS_E_REMOTE_ACCESS, NULL, 0, 0);
 		__atomic_compare_exchange_n((uint64_t *)(void *)p, &expect, f.b, 0,
 					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		target_event(tc);
+		target_event(tc, RT_EV_ATOMIC);
 		return srv_reply(tc, s, &f, 0, NULL, 0, expect); /* old value */
 	}
 	}
@@ -274,7 +276,7 @@ static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 					s->dst += n;
 				if (!s->left) {
 					if (!s->discard)
-						target_event(tc);
+						target_event(tc, RT_EV_WRITE);
 					if (s->pend_status || (s->pend.flags & TCP_FL_REPLY))
 						return srv_reply(tc, s, &s->pend, s->pend_status,
 								 NULL, 0, 0);

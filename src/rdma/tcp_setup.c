@@ -53,11 +53,11 @@ static int tcp_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
 	struct tcp_ctx *tc = calloc(1, sizeof(*tc));
 	struct epoll_event e = { .events = EPOLLIN, .data.ptr = NULL };
 
-	(void)cfg;
 	if (!tc) {
 		RDMAPS_ERR("tcp: calloc(ctx) failed");
 		return RDMAPS_E_NOMEM;
 	}
+	tc->ev_mask = cfg->target_events ? cfg->target_events : RT_EV_WRITE | RT_EV_ATOMIC;
 	tc->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (tc->epfd < 0) {
 		RDMAPS_ERR("tcp: epoll_create1 failed: %s", strerror(errno));
