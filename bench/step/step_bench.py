@@ -76,12 +76,11 @@ class Failed(Exception):
 
 
 def shard_bytes(n):
-    """bytes a worker moves per step for a shard of n floats (src/ps/layout.h):
-    pull = one parameter buffer (64 B header + padded floats) + the fenced 8 B
-    version READ; push = the slot image (64 B + padded floats) + the 8 B
-    FETCH_ADD."""
-    pad = (n + 15) & ~15
-    return 64 + pad * 4 + 8, 64 + pad * 4 + 8
+    """bytes a worker moves per step for a shard of n floats (src/worker/worker.c):
+    pull = the shard's floats (READ piece by piece straight into the model
+    vector) + the fenced 8 B version READ; push = the floats + the 64 B slot
+    header + the 8 B FETCH_ADD."""
+    return n * 4 + 8, n * 4 + 64 + 8
 
 
 def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
@@ -293,6 +292,11 @@ def main():
     ap.add_argument("--only", default="anatomy,convergence,stragglers",
                     help="comma list of anatomy, convergence, stragglers")
     ap.add_argument("--task_timeout", type=int, default=120)
+    ap.add_argument("--grid", default="",
+                    help="anatomy configurations instead of the built-in grid: comma list of "
+                         "MODEL:P:W:REPS, e.g. mlp:1:1:3,mlp:1:2:3")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="sync global steps per anatomy run (default: 600 mlp / 100 lstm, quick 300 / 40)")
     a = ap.parse_args()
     a.rdmaps = os.path.join(a.build, "src/cli/rdmaps")
     a.eval_bin = os.path.join(a.build, "bench/step/eval_snapshots")
@@ -333,6 +337,17 @@ def main():
             grid = [("mlp", P, W, 3) for P in (1, 2) for W in (1, 2, 3, 4)] + \
                    [("lstm", P, W, 1) for P in (1, 2) for W in (1, 2, 3, 4)]
             steps = {"mlp": 600, "lstm": 100}
+        if a.grid:
+            grid = []
+            for item in a.grid.split(","):
+                f = item.split(":")
+                if len(f) != 4 or f[0] not in ("mlp", "lstm") or not all(x.isdigit() and int(x) > 0 for x in f[1:]):
+                    die("step_bench: --grid: '%s' is not MODEL:P:W:REPS (model mlp or lstm, P W REPS > 0)" % item)
+                grid.append((f[0], int(f[1]), int(f[2]), int(f[3])))
+        if a.steps < 0:
+            die("step_bench: --steps must be > 0")
+        if a.steps:
+            steps = {"mlp": a.steps, "lstm": a.steps}
         # sync and async of one config run back to back (a pair), the order
         # alternating by repetition, so that background load hits both alike
         order = sorted(((r, m, P, W) for (m, P, W, n) in grid for r in range(n)), key=lambda x: x[0])

@@ -16,8 +16,11 @@
 
 /* grant ids on the ps side of a connection */
 enum { G_PS_PARAMS = 0, G_PS_SLOT = 1, G_PS_COUNTERS = 2, G_PS_MBOX_SRC = 3 };
-/* grant ids on the worker side */
-enum { G_W_MAILBOX = 0, G_W_PARAMS_DST = 1, G_W_GRAD_SRC = 2, G_W_ATOMIC = 3, G_W_SCRATCH = 4 };
+/* grant ids on the worker side (local buffers of its own ops, but the
+ * mailbox).  The worker grants its flat model vectors themselves: parameter
+ * pieces are READ straight into PARAMS_DST, gradient pieces WRITTEN straight
+ * from GRAD_SRC, the 64 B slot header from SLOT_HDR (docs/protocol.md). */
+enum { G_W_MAILBOX = 0, G_W_PARAMS_DST = 1, G_W_GRAD_SRC = 2, G_W_ATOMIC = 3, G_W_SCRATCH = 4, G_W_SLOT_HDR = 5 };
 
 /* PARAMS region: header (64 B), then buffer 0 and buffer 1. */
 struct rdmaps_params_hdr {

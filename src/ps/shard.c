@@ -403,12 +403,17 @@ static int serve(struct shard *s)
 	unsigned spins = 0;
 	double now = rdmaps_now();
 	double last_progress = now, last_accept = 0, last_probe = now;
+	/* Idle: sleep until a worker's WRITE or FETCH_ADD lands where the
+	 * transport can wake us (RT_CAP_TARGET_WAKE: no core spent spinning
+	 * while the workers' transfers need it), else spin with backoff. */
+	int wake = (rt_ctx_caps(s->ctx) & RT_CAP_TARGET_WAKE) != 0;
 
 	s->agg_since = now;
 	s->last_barrier_msg = now;
 	s->last_ckpt = now;
 	while (!ps_stop) {
 		int any = 0;
+		uint32_t ev = wake ? rt_ctx_target_events(s->ctx) : 0; /* before the scan: no lost wake-up */
 		now = rdmaps_now();
 		if (now - last_accept >= ACCEPT_EVERY) {
 			last_accept = now;
@@ -456,7 +461,10 @@ static int serve(struct shard *s)
 			last_progress = now;
 			continue;
 		}
-		rdmaps_backoff(&spins);
+		if (wake)
+			rt_ctx_wait_target(s->ctx, ev, (int)(ACCEPT_EVERY * 1e6));
+		else
+			rdmaps_backoff(&spins);
 		if (now - last_probe >= PROBE_EVERY) {
 			last_probe = now;
 			probe_conns(s);
@@ -517,7 +525,9 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	fflush(stdout);
 
 	struct rt_ctx_cfg cc = { .kind = j->transport, .bind_host = host, .timeout_ms = j->timeout_s * 1000,
-				 .auth_token = j->token, .numa_node = -1 };
+				 .auth_token = j->token, .numa_node = -1,
+				 /* the idle loop waits for FETCH_ADDs (ready_seq, done) only */
+				 .target_events = RT_EV_ATOMIC };
 	if ((rc = rt_ctx_new(&cc, &s.ctx))) {
 		fprintf(stderr, "ps %d: transport: %s\n", j->task_index, rdmaps_strerror(rc));
 		goto err_layout;

@@ -334,6 +334,28 @@ const struct rt_remote *rt_conn_remote(const struct rt_conn *c, uint32_t id)
 	return &c->remote[id];
 }
 
+unsigned rt_conn_caps(const struct rt_conn *c)
+{
+	return c && c->ops ? c->ops->caps : 0;
+}
+
+unsigned rt_ctx_caps(const struct rt_ctx *ctx)
+{
+	return ctx && ctx->ops ? ctx->ops->caps : 0;
+}
+
+uint32_t rt_ctx_target_events(const struct rt_ctx *ctx)
+{
+	return ctx && ctx->ops && ctx->ops->target_events ? ctx->ops->target_events(ctx) : 0;
+}
+
+int rt_ctx_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us)
+{
+	if (!ctx || !ctx->ops || !ctx->ops->wait_target)
+		return RDMAPS_E_INVAL;
+	return ctx->ops->wait_target(ctx, seen, timeout_us);
+}
+
 const struct rt_hello *rt_conn_hello(const struct rt_conn *c)
 {
 	return c ? &c->peer_hello : NULL;

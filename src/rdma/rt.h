@@ -74,7 +74,14 @@ struct rt_ctx_cfg {
 	 * longer than the budget pays a wake-up.  TCP: ignored (it blocks in
 	 * recv). */
 	int poll_spin_us;
+	/* RT_CAP_TARGET_WAKE: which peer ops bump the target event counter
+	 * (RT_EV_* bits); 0 = all.  A ps that waits for FETCH_ADDs only sets
+	 * RT_EV_ATOMIC and is not woken by the gradient WRITEs before them. */
+	unsigned target_events;
 };
+
+#define RT_EV_WRITE  1u        /* a peer WRITE's payload is in our memory */
+#define RT_EV_ATOMIC 2u        /* a peer FETCH_ADD / CMP_SWAP executed */
 
 struct rt_grant {
 	uint32_t id;              /* < RT_MAX_GRANTS, unique per side of a conn */
@@ -200,6 +207,44 @@ int rt_poll(struct rt_conn *c, struct rt_completion *comps, int max,
 /* Convenience: post nothing, wait until every operation posted so far on c
  * (signaled or not) has completed; returns the first error seen. */
 int rt_flush(struct rt_conn *c, int timeout_ms);
+
+/* --- capabilities ---------------------------------------------------------- */
+
+/* RT_CAP_ORDERED_PLACEMENT: an operation posted on a connection after a
+ * WRITE executes at the target only after every byte of that WRITE has been
+ * placed in the target's memory and is visible to the target's CPU (a CPU
+ * that sees the effect of the later operation, e.g. a FETCH_ADD result, with
+ * an acquire load also sees the WRITE's bytes).  With it, WRITE + FETCH_ADD
+ * can be posted back to back and waited for once; without it, the WRITE's
+ * completion must be waited for before the FETCH_ADD is posted.
+ * TCP: yes (the target's progress thread receives a WRITE's payload into the
+ * region before it reads the next request, and executes atomics with
+ * __ATOMIC_SEQ_CST).  Verbs: no (docs/protocol.md Q1 says why). */
+#define RT_CAP_ORDERED_PLACEMENT 1u
+
+/* RT_CAP_TARGET_WAKE: a thread can sleep until a peer's WRITE or atomic
+ * has been executed on this context's memory, instead of spinning on that
+ * memory (rt_ctx_wait_target).  TCP: yes (the progress thread executes
+ * them and wakes the sleeper).  Verbs: no (the NIC writes memory without
+ * telling any CPU: poll the memory). */
+#define RT_CAP_TARGET_WAKE 2u
+
+/* The capabilities (RT_CAP_* bits) of the connection's / context's
+ * transport; 0 for NULL. */
+unsigned rt_conn_caps(const struct rt_conn *c);
+unsigned rt_ctx_caps(const struct rt_ctx *ctx);
+
+/* Target events (RT_CAP_TARGET_WAKE): a counter of the peers' WRITEs and
+ * atomics executed on this context's regions, bumped after the operation's
+ * effect is in memory.  Lost-wakeup-free use: read the counter, check the
+ * memory, and if nothing changed, rt_ctx_wait_target(ctx, that value, ...).
+ * rt_ctx_target_events: the counter (0 without the capability).
+ * rt_ctx_wait_target: RDMAPS_OK at once if the counter differs from seen,
+ * else sleeps until it does (RDMAPS_OK) or timeout_us passed
+ * (RDMAPS_E_TIMEOUT); RDMAPS_E_INVAL without the capability or for NULL.
+ * Any thread; no allocation. */
+uint32_t rt_ctx_target_events(const struct rt_ctx *ctx);
+int rt_ctx_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
 
 /* Last error text on this connection (peer-supplied detail for TCP). */
 const char *rt_conn_errmsg(const struct rt_conn *c);

@@ -61,6 +61,7 @@ struct rt_conn {
 
 struct rt_ops {
 	const char *name;
+	unsigned caps;              /* RT_CAP_* bits (rt.h): what the backend guarantees */
 	int (*ctx_init)(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg);
 	void (*ctx_fini)(struct rt_ctx *ctx);
 	int (*listen)(struct rt_ctx *ctx, const char *host, uint16_t port,
@@ -79,6 +80,9 @@ struct rt_ops {
 		    uint64_t wr_id, unsigned flags);
 	int (*poll)(struct rt_conn *c, struct rt_completion *comps, int max, int timeout_ms);
 	int (*flush)(struct rt_conn *c, int timeout_ms);
+	/* RT_CAP_TARGET_WAKE only (else NULL) */
+	uint32_t (*target_events)(const struct rt_ctx *ctx);
+	int (*wait_target)(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
 };
 
 extern const struct rt_ops rt_tcp_ops;

@@ -157,11 +157,18 @@ struct tcp_ctx {
 	int stop;
 	pthread_mutex_t lock;     /* serve thread's processing vs (un)register */
 	struct tcp_srv *graveyard;
+	/* target events (RT_CAP_TARGET_WAKE): bumped by the progress thread
+	 * after each peer WRITE / atomic; a futex word */
+	uint32_t events;
+	int waiters;              /* threads in tcp_wait_target */
+	unsigned ev_mask;         /* RT_EV_* that count (cfg.target_events, 0 = all) */
 	uint8_t scratch[65536];   /* discarded payloads */
 };
 
 int tcp_serve_add(struct rt_ctx *ctx, struct rt_conn *conn, int fd);
 void tcp_serve_remove(struct rt_ctx *ctx, struct tcp_srv *srv);
 void tcp_serve_stop(struct rt_ctx *ctx);
+uint32_t tcp_target_events(const struct rt_ctx *ctx);
+int tcp_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
 
 #endif

@@ -11,17 +11,60 @@
  * Transmission is non-blocking: while a reply is partly sent the socket is
  * watched for EPOLLOUT only (back-pressure on that peer, others go on). */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tcp_internal.h"
 
 
 enum { ST_OK = 0, ST_BLOCKED = 1, ST_CLOSE = 2 };
+
+/* ---- target events (RT_CAP_TARGET_WAKE) --------------------------------
+ * After a peer's WRITE payload is in the region, or an atomic executed:
+ * bump tc->events, and wake sleepers if there are any.  Both sides use
+ * SEQ_CST: either the sleeper's waiters++ is seen here (wake), or the bump
+ * is seen by its FUTEX_WAIT (which then does not sleep). */
+static void target_event(struct tcp_ctx *tc, unsigned kind)
+{
+	if (!(tc->ev_mask & kind))
+		return;
+	__atomic_fetch_add(&tc->events, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&tc->waiters, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &tc->events, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+uint32_t tcp_target_events(const struct rt_ctx *ctx)
+{
+	const struct tcp_ctx *tc = ctx->backend;
+	return __atomic_load_n(&tc->events, __ATOMIC_SEQ_CST);
+}
+
+int tcp_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us)
+{
+	struct tcp_ctx *tc = ctx->backend;
+	struct timespec ts = { timeout_us / 1000000, (long)(timeout_us % 1000000) * 1000 };
+	int rc = RDMAPS_OK;
+
+	if (timeout_us < 0)
+		return RDMAPS_E_INVAL;
+	__atomic_fetch_add(&tc->waiters, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&tc->events, __ATOMIC_SEQ_CST) == seen &&
+	    syscall(SYS_futex, &tc->events, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0) < 0 &&
+	    errno == ETIMEDOUT)
+		rc = RDMAPS_E_TIMEOUT;
+	__atomic_fetch_sub(&tc->waiters, 1, __ATOMIC_SEQ_CST);
+	if (rc == RDMAPS_OK && __atomic_load_n(&tc->events, __ATOMIC_SEQ_CST) == seen)
+		rc = RDMAPS_E_TIMEOUT; /* spurious or EINTR: the caller re-checks and waits again */
+	return rc;
+}
 
 static void srv_kill(struct tcp_ctx *tc, struct tcp_srv *s, int proto)
 {
@@ -192,8 +235,11 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 	case RT_OP_FETCH_ADD:
 		if (!p)
 			return srv_reply(tc, s, &f, RDMAPS_E_REMOTE_ACCESS, NULL, 0, 0);
-		return srv_reply(tc, s, &f, 0, NULL, 0,
-				 __atomic_fetch_add((uint64_t *)(void *)p, f.a, __ATOMIC_SEQ_CST));
+		{
+			uint64_t old = __atomic_fetch_add((uint64_t *)(void *)p, f.a, __ATOMIC_SEQ_CST);
+			target_event(tc, RT_EV_ATOMIC);
+			return srv_reply(tc, s, &f, 0, NULL, 0, old);
+		}
 	case RT_OP_CMP_SWAP: {
 		uint64_t expect = f.a;
 
@@ -201,6 +247,7 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 			return srv_reply(tc, s, &f, RDMAPS_E_REMOTE_ACCESS, NULL, 0, 0);
 		__atomic_compare_exchange_n((uint64_t *)(void *)p, &expect, f.b, 0,
 					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		target_event(tc, RT_EV_ATOMIC);
 		return srv_reply(tc, s, &f, 0, NULL, 0, expect); /* old value */
 	}
 	}
@@ -228,6 +275,8 @@ static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 				if (!s->discard)
 					s->dst += n;
 				if (!s->left) {
+					if (!s->discard)
+						target_event(tc, RT_EV_WRITE);
 					if (s->pend_status || (s->pend.flags & TCP_FL_REPLY))
 						return srv_reply(tc, s, &s->pend, s->pend_status,
 								 NULL, 0, 0);

@@ -53,11 +53,11 @@ static int tcp_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
 	struct tcp_ctx *tc = calloc(1, sizeof(*tc));
 	struct epoll_event e = { .events = EPOLLIN, .data.ptr = NULL };
 
-	(void)cfg;
 	if (!tc) {
 		RDMAPS_ERR("tcp: calloc(ctx) failed");
 		return RDMAPS_E_NOMEM;
 	}
+	tc->ev_mask = cfg->target_events ? cfg->target_events : RT_EV_WRITE | RT_EV_ATOMIC;
 	tc->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (tc->epfd < 0) {
 		RDMAPS_ERR("tcp: epoll_create1 failed: %s", strerror(errno));
@@ -617,6 +617,9 @@ static void tcp_conn_fini(struct rt_conn *c)
 
 const struct rt_ops rt_tcp_ops = {
 	.name = "tcp",
+	/* tcp_serve.c: a WRITE's payload is received into the region before the
+	 * next request of that connection is read; atomics are SEQ_CST */
+	.caps = RT_CAP_ORDERED_PLACEMENT | RT_CAP_TARGET_WAKE,
 	.ctx_init = tcp_ctx_init,
 	.ctx_fini = tcp_ctx_fini,
 	.listen = tcp_listen,
@@ -629,4 +632,6 @@ const struct rt_ops rt_tcp_ops = {
 	.post = tcp_post,
 	.poll = tcp_poll,
 	.flush = tcp_flush,
+	.target_events = tcp_target_events,
+	.wait_target = tcp_wait_target,
 };

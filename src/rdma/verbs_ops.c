@@ -377,6 +377,11 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 
 const struct rt_ops rt_verbs_ops = {
 	.name = "rdma",
+	/* no RT_CAP_ORDERED_PLACEMENT: the IB ordering rules order an ATOMIC's
+	 * execution after earlier WRITEs on the QP, but we found no rule that
+	 * the WRITE's bytes are visible to the responder's CPU by then
+	 * (docs/protocol.md Q1) */
+	.caps = 0,
 	.ctx_init = verbs_ctx_init,
 	.ctx_fini = verbs_ctx_fini,
 	.listen = verbs_listen,

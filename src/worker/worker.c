@@ -1,8 +1,13 @@
-/* rdmaps: a worker task.  Per step, for every ps shard: wait for the token in
- * my mailbox, READ the released parameter buffer (then a fenced READ of its
- * version word: a sync read is never torn), compute the gradient, WRITE it
- * into my slot, and only after that WRITE completed bump my ready counter
- * with FETCH_ADD.  Same loop for sync and async; the ps policy differs. */
+/* rdmaps: a worker task.  Per step: wait for the token in my mailbox of
+ * every ps shard; READ every shard's released parameter pieces straight into
+ * the flat model vector (then a fenced READ of each buffer's version word: a
+ * read is never torn), all shards posted before any is waited for; compute
+ * the gradient into the flat gradient vector; WRITE its pieces straight into
+ * my slot of every shard, then bump my ready counter with FETCH_ADD: right
+ * behind the WRITEs where the transport orders placement
+ * (RT_CAP_ORDERED_PLACEMENT), else after the WRITEs completed.  No copy
+ * between the model vectors and registered buffers: they are registered.
+ * Same loop for sync and async; the ps policy differs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,16 +18,29 @@
 #include "ps/layout.h"
 #include "worker/progress.h"
 
+/* One piece of a shard as the worker moves it: floats [flat, flat+count)
+ * of the model vector are floats [shard_off, shard_off+count) of the shard. */
+struct wpiece {
+	size_t flat, shard_off, count;
+};
+
 struct wshard {
 	struct rt_conn *c;
 	size_t n;
 	uint64_t *mbox;        /* WRITE for the ps */
-	uint8_t *pdst;         /* local: one parameter buffer (64 B header + floats) */
-	uint8_t *gsrc;         /* local: slot image (64 B header + floats) */
+	struct rdmaps_slot_hdr *shdr; /* local: the slot header of my pushes */
 	uint64_t *atom;        /* local: fetch-add result */
 	uint64_t *scratch;     /* local: version check */
 	uint64_t held;         /* version held, UINT64_MAX = none */
 	uint64_t seq;          /* pushes made to this shard */
+	struct wpiece *pc;     /* this shard's pieces (set up once) */
+	int npc;
+	int ordered;           /* the connection has RT_CAP_ORDERED_PLACEMENT */
+	/* per-step state of the overlapped pull / push */
+	int posted;            /* ops of this step awaiting their one signaled completion */
+	int unreaped;          /* ordered pushes whose FETCH_ADD completion is not polled yet */
+	uint64_t want;         /* pull: the version asked for */
+	int err;               /* first error of this step on this shard */
 };
 
 struct worker {
@@ -31,7 +49,8 @@ struct worker {
 	struct rt_ctx *ctx;
 	struct wshard *s;
 	int P, me;
-	float *params, *grad;  /* flat model vectors */
+	float *params, *grad;  /* flat model vectors, registered (rt_alloc) */
+	size_t vec_bytes;      /* their allocation size */
 	long tmo_ms;
 };
 
@@ -61,77 +80,188 @@ static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, in
 	return 0;
 }
 
-/* Piece-wise copies between the flat model vector and the shard buffers. */
-static void gather(struct worker *w, int p, const float *src_shard)
-{
-	const struct rdmaps_placement *pl = &w->L.place;
-	for (int k = 0; k < pl->npieces; k++) {
-		const struct rdmaps_piece *pc = &pl->pieces[k];
-		if (pc->ps != p)
-			continue;
-		size_t off = rdm_model_tensor(w->L.model, pc->tensor)->offset + pc->tensor_off;
-		memcpy(w->params + off, src_shard + pc->shard_off, pc->count * sizeof(float));
-	}
-}
-
-static void scatter(struct worker *w, int p, const float *flat, float *dst_shard)
-{
-	const struct rdmaps_placement *pl = &w->L.place;
-	for (int k = 0; k < pl->npieces; k++) {
-		const struct rdmaps_piece *pc = &pl->pieces[k];
-		if (pc->ps != p)
-			continue;
-		size_t off = rdm_model_tensor(w->L.model, pc->tensor)->offset + pc->tensor_off;
-		memcpy(dst_shard + pc->shard_off, flat + off, pc->count * sizeof(float));
-	}
-}
-
-/* READ buffer `version` of shard p; re-check its version word with a fenced
- * READ; on mismatch (lapped by a newer update) follow current_version. */
-static int pull(struct worker *w, int p, uint64_t version)
+/* Post the READs of shard p's pieces of buffer `version` straight into the
+ * flat parameter vector, then a fenced, signaled 8-byte READ of that
+ * buffer's version word (executed after the pieces were read). */
+static int pull_post(struct worker *w, int p, uint64_t version)
 {
 	struct wshard *sh = &w->s[p];
-	for (int tries = 0; tries < 1000; tries++) {
-		size_t off = buf_off(sh->n, version);
-		int rc = rt_read(sh->c, G_W_PARAMS_DST, 0, G_PS_PARAMS, off, buf_bytes(sh->n), 1, 0);
-		if (!rc)
-			rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, off, 8, 2, RT_F_SIGNALED | RT_F_FENCE);
-		if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "parameter read", p)))
-			return rc;
-		if (*sh->scratch == version) {
-			gather(w, p, (const float *)(sh->pdst + 64));
-			sh->held = version;
-			return 0;
+	size_t off = buf_off(sh->n, version);
+	int rc = 0;
+	for (int k = 0; k < sh->npc && !rc; k++)
+		rc = rt_read(sh->c, G_W_PARAMS_DST, sh->pc[k].flat * sizeof(float), G_PS_PARAMS,
+			     off + 64 + sh->pc[k].shard_off * sizeof(float), sh->pc[k].count * sizeof(float), 1, 0);
+	if (!rc)
+		rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, off, 8, 2, RT_F_SIGNALED | RT_F_FENCE);
+	sh->want = version;
+	sh->posted = rc ? 0 : 1;
+	return rc;
+}
+
+/* Pull every shard whose released version changed, all shards posted
+ * before any is waited for.  A copy whose version word no longer matches
+ * (lapped by a newer update: the pieces may be torn) is read again at
+ * current_version, up to 1000 times.  On an error in shard q every other
+ * shard's posted ops are still waited for (no completion is left behind),
+ * then the first failing shard is returned in *bad. */
+static int pull_all(struct worker *w, int *bad)
+{
+	int first = 0;
+	*bad = -1;
+	for (int p = 0; p < w->P; p++) {
+		struct wshard *sh = &w->s[p];
+		uint64_t v = MBOX_VERSION(__atomic_load_n(sh->mbox, __ATOMIC_ACQUIRE));
+		sh->err = 0;
+		sh->posted = 0;
+		if (sh->held != UINT64_MAX && v == sh->held)
+			continue;
+		sh->err = pull_post(w, p, v);
+	}
+	for (int p = 0; p < w->P; p++) {
+		struct wshard *sh = &w->s[p];
+		int tries = 0;
+		while (!sh->err && sh->posted) {
+			sh->posted = 0;
+			if ((sh->err = wait_comp(sh, 1, w->tmo_ms, "parameter read", p)))
+				break;
+			if (*sh->scratch == sh->want) {
+				sh->held = sh->want;
+				break;
+			}
+			if (++tries >= 1000) {
+				fprintf(stderr, "worker: ps %d: parameters kept changing under 1000 reads\n", p);
+				sh->err = RDMAPS_E_AGAIN;
+				break;
+			}
+			/* torn or lapped: read the newest published version and retry */
+			sh->err = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS,
+					  offsetof(struct rdmaps_params_hdr, current_version), 8, 3, RT_F_SIGNALED);
+			if (!sh->err)
+				sh->err = wait_comp(sh, 1, w->tmo_ms, "version read", p);
+			if (!sh->err)
+				sh->err = pull_post(w, p, *sh->scratch);
 		}
-		/* torn or lapped: read the newest published version and retry */
-		rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, offsetof(struct rdmaps_params_hdr, current_version),
-			     8, 3, RT_F_SIGNALED);
-		if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "version read", p)))
-			return rc;
-		version = *sh->scratch;
+		if (sh->err && *bad < 0) {
+			*bad = p;
+			first = sh->err;
+		}
 	}
-	fprintf(stderr, "worker: ps %d: parameters kept changing under 1000 reads\n", p);
-	return RDMAPS_E_AGAIN;
+	return first;
 }
 
-/* WRITE my slot image, wait for its completion, then FETCH_ADD ready_seq[me]. */
-static int push(struct worker *w, int p, uint32_t kind, uint64_t step, double loss)
+/* Post my push to shard p: the pieces of the flat vector of grant `lid`
+ * (gradient, or parameters for INIT) into my slot, then the slot header.
+ * With ordered placement the FETCH_ADD of ready_seq[me] follows at once
+ * and only it is signaled; else the header WRITE is signaled and
+ * push_counter posts the FETCH_ADD once it completed. */
+static int push_post(struct worker *w, int p, uint32_t lid, uint32_t kind, uint64_t step, double loss)
 {
 	struct wshard *sh = &w->s[p];
-	struct rdmaps_slot_hdr *h = (struct rdmaps_slot_hdr *)sh->gsrc;
+	struct rdmaps_slot_hdr *h = sh->shdr;
+	int rc = 0;
 	h->step = step;
 	h->seq = sh->seq + 1;
 	h->kind = kind;
 	h->worker = (uint32_t)w->me;
 	h->loss = loss;
-	int rc = rt_write(sh->c, G_W_GRAD_SRC, 0, G_PS_SLOT, 0, slot_bytes(sh->n), 4, RT_F_SIGNALED);
-	if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "gradient write", p)))
-		return rc;
-	rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)w->me * 8, 1, 5, RT_F_SIGNALED);
-	if (rc || (rc = wait_comp(sh, 1, w->tmo_ms, "counter fetch-add", p)))
-		return rc;
-	sh->seq++;
+	sh->posted = 0;
+	for (int k = 0; k < sh->npc && !rc; k++)
+		rc = rt_write(sh->c, lid, sh->pc[k].flat * sizeof(float), G_PS_SLOT,
+			      64 + sh->pc[k].shard_off * sizeof(float), sh->pc[k].count * sizeof(float), 4, 0);
+	if (!rc)
+		rc = rt_write(sh->c, G_W_SLOT_HDR, 0, G_PS_SLOT, 0, 64, 4, sh->ordered ? 0 : RT_F_SIGNALED);
+	if (!rc && sh->ordered)
+		rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)w->me * 8, 1, 5, RT_F_SIGNALED);
+	sh->posted = rc ? 0 : 1;
+	return rc;
+}
+
+/* Unordered transport: wait for the slot WRITEs, then post the FETCH_ADD. */
+static int push_counter(struct worker *w, int p)
+{
+	struct wshard *sh = &w->s[p];
+	int rc = wait_comp(sh, 1, w->tmo_ms, "gradient write", p);
+	sh->posted = 0;
+	if (!rc)
+		rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)w->me * 8, 1, 5, RT_F_SIGNALED);
+	sh->posted = rc ? 0 : 1;
+	return rc;
+}
+
+/* Push to every shard: post all shards' WRITEs (and, ordered, their
+ * FETCH_ADDs) before waiting for any.  Unordered: a shard's push count
+ * moves when its FETCH_ADD completed.  Ordered: it moves once the FETCH_ADD
+ * is posted, and its completion is reaped later (reap()): the token this
+ * worker waits for next implies that the FETCH_ADD executed, so waiting
+ * for its reply here would only add a wake-up to the step.  A broken
+ * connection still shows (the token wait probes it).  On an error every
+ * other shard is still waited for, then the first failing shard is
+ * returned in *bad. */
+static int push_all(struct worker *w, uint32_t lid, uint32_t kind, double loss, int *bad)
+{
+	int first = 0;
+	*bad = -1;
+	for (int p = 0; p < w->P; p++) {
+		struct wshard *sh = &w->s[p];
+		sh->err = push_post(w, p, lid, kind, kind == SLOT_INIT ? 0 : sh->held, loss);
+		if (!sh->err && sh->ordered) {
+			sh->posted = 0;
+			sh->unreaped++;
+			sh->seq++;
+		}
+	}
+	for (int p = 0; p < w->P; p++)
+		if (!w->s[p].err && !w->s[p].ordered)
+			w->s[p].err = push_counter(w, p);
+	for (int p = 0; p < w->P; p++) {
+		struct wshard *sh = &w->s[p];
+		if (!sh->err && sh->posted) {
+			sh->posted = 0;
+			if (!(sh->err = wait_comp(sh, 1, w->tmo_ms, "counter fetch-add", p)))
+				sh->seq++;
+		}
+		if (sh->err && *bad < 0) {
+			*bad = p;
+			first = sh->err;
+		}
+	}
+	return first;
+}
+
+/* Poll the completions of ordered pushes (FETCH_ADDs) not reaped yet: after
+ * the token they have executed, so this rarely waits.  Done right after the
+ * token wait, before any other op is posted (wait_comp counts completions,
+ * so none may be left over), hence also before the gradient vector (their
+ * WRITEs' source) is written again and before the end of training. */
+static int reap(struct worker *w, int *bad)
+{
+	for (int p = 0; p < w->P; p++) {
+		struct wshard *sh = &w->s[p];
+		if (sh->unreaped) {
+			int rc = wait_comp(sh, sh->unreaped, w->tmo_ms, "counter fetch-add", p);
+			sh->unreaped = 0;
+			if (rc) {
+				*bad = p;
+				return rc;
+			}
+		}
+	}
 	return 0;
+}
+
+/* One shard's push (the chief's INIT, during start-up and recovery). */
+static int push_one(struct worker *w, int p, uint32_t lid, uint32_t kind)
+{
+	struct wshard *sh = &w->s[p];
+	int rc = push_post(w, p, lid, kind, 0, 0);
+	if (!rc && !sh->ordered)
+		rc = push_counter(w, p);
+	if (!rc) {
+		sh->posted = 0;
+		if (!(rc = wait_comp(sh, 1, w->tmo_ms, "counter fetch-add", p)))
+			sh->seq++;
+	}
+	return rc;
 }
 
 static int read_state(struct worker *w, int p, uint64_t *state)
@@ -159,12 +289,13 @@ static int connect_one(struct worker *w, int p, int secs)
 	uint16_t port;
 	if (rdmaps_split_hostport(j->ps_hosts[p], host, sizeof(host), &port))
 		return RDMAPS_E_INVAL;
-	struct rt_grant g[5] = {
+	struct rt_grant g[6] = {
 		{ G_W_MAILBOX, sh->mbox, 64, RT_RIGHT_WRITE },
-		{ G_W_PARAMS_DST, sh->pdst, buf_bytes(sh->n), RT_RIGHT_NONE },
-		{ G_W_GRAD_SRC, sh->gsrc, slot_bytes(sh->n), RT_RIGHT_NONE },
+		{ G_W_PARAMS_DST, w->params, w->vec_bytes, RT_RIGHT_NONE },
+		{ G_W_GRAD_SRC, w->grad, w->vec_bytes, RT_RIGHT_NONE },
 		{ G_W_ATOMIC, sh->atom, 64, RT_RIGHT_NONE },
 		{ G_W_SCRATCH, sh->scratch, 64, RT_RIGHT_NONE },
+		{ G_W_SLOT_HDR, sh->shdr, 64, RT_RIGHT_NONE },
 	};
 	__atomic_store_n(sh->mbox, 0, __ATOMIC_RELEASE);
 	/* the ps may not be up (yet, or again): retry until the deadline */
@@ -172,7 +303,7 @@ static int connect_one(struct worker *w, int p, int secs)
 	useconds_t pause_us = 200000; /* doubles up to 1 s between attempts */
 	int rc;
 	for (;;) {
-		rc = rt_connect(w->ctx, host, port, &hello, g, 5, 5000, &sh->c);
+		rc = rt_connect(w->ctx, host, port, &hello, g, 6, 5000, &sh->c);
 		if (!rc)
 			break;
 		if ((rc != RDMAPS_E_REFUSED && rc != RDMAPS_E_TIMEOUT && rc != RDMAPS_E_UNREACHABLE &&
@@ -191,6 +322,8 @@ static int connect_one(struct worker *w, int p, int secs)
 	}
 	sh->seq = *sh->atom;
 	sh->held = UINT64_MAX;
+	sh->unreaped = 0;
+	sh->ordered = (rt_conn_caps(sh->c) & RT_CAP_ORDERED_PLACEMENT) != 0;
 	return 0;
 }
 
@@ -226,8 +359,7 @@ static int wait_ready(struct worker *w, int p, int secs, int init)
 			       w->me, p);
 			fflush(stdout);
 		}
-		scatter(w, p, w->params, (float *)(w->s[p].gsrc + 64));
-		if ((rc = push(w, p, SLOT_INIT, 0, 0)))
+		if ((rc = push_one(w, p, G_W_PARAMS_DST, SLOT_INIT)))
 			return rc;
 	}
 	double end = rdmaps_now() + secs;
@@ -303,10 +435,20 @@ static int wait_token(struct worker *w, int p)
 	unsigned spins = 0;
 	double start = rdmaps_now(), end = start + j->timeout_s, next_check = start + 0.2;
 	double next_msg = start + j->barrier_timeout_s;
-	while (MBOX_TOKEN(__atomic_load_n(sh->mbox, __ATOMIC_ACQUIRE)) < (sh->seq & 0xffffffffull)) {
-		rdmaps_backoff(&spins);
-		if ((spins & 255) != 0)
-			continue;
+	/* Sleep until the ps's release WRITE lands where the transport can wake
+	 * us (RT_CAP_TARGET_WAKE), else spin with backoff on the mailbox. */
+	int wake = (rt_ctx_caps(w->ctx) & RT_CAP_TARGET_WAKE) != 0;
+	for (;;) {
+		uint32_t ev = wake ? rt_ctx_target_events(w->ctx) : 0; /* before the check: no lost wake-up */
+		if (MBOX_TOKEN(__atomic_load_n(sh->mbox, __ATOMIC_ACQUIRE)) >= (sh->seq & 0xffffffffull))
+			break;
+		if (wake) {
+			rt_ctx_wait_target(w->ctx, ev, 20000);
+		} else {
+			rdmaps_backoff(&spins);
+			if ((spins & 255) != 0)
+				continue;
+		}
 		double now = rdmaps_now();
 		if (now < next_check)
 			continue;
@@ -315,6 +457,10 @@ static int wait_token(struct worker *w, int p)
 		int got = rt_poll(sh->c, c, 4, 1); /* liveness: a dead ps shows here */
 		if (got < 0)
 			return got;
+		for (int k = 0; k < got; k++) /* unreaped push completions (ordered transport) */
+			if (c[k].status)
+				return c[k].status;
+		sh->unreaped = sh->unreaped > got ? sh->unreaped - got : 0;
 		if (j->sync && now >= next_msg) {
 			next_msg = now + j->barrier_timeout_s;
 			barrier_report(w, p, now - start);
@@ -374,8 +520,6 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		goto out_metrics;
 	}
 	rdm_batcher_new(&train, j->seed * 1000003u + (uint64_t)w.me, &bat);
-	w.params = calloc(w.L.nparams, sizeof(float));
-	w.grad = calloc(w.L.nparams, sizeof(float));
 	w.s = calloc(w.P, sizeof(*w.s));
 	float *bx = malloc((size_t)j->batch_size * 784 * sizeof(float));
 	uint8_t *by = malloc((size_t)j->batch_size);
@@ -385,7 +529,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	uint16_t port0;
 	rdmaps_split_hostport(j->worker_hosts[w.me], host0, sizeof(host0), &port0);
 	cc.bind_host = host0;
-	if (!w.params || !w.grad || !w.s || !bx || !by || !bat) {
+	if (!w.s || !bx || !by || !bat) {
 		fprintf(stderr, "Worker %d: out of memory\n", w.me);
 		goto out_mem;
 	}
@@ -393,18 +537,40 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		fprintf(stderr, "Worker %d: transport: %s\n", w.me, rdmaps_strerror(rc));
 		goto out_mem;
 	}
+	/* the flat model vectors are registered: pulls land in params, pushes
+	 * leave from grad, with no copy in between */
+	w.vec_bytes = w.L.nparams * sizeof(float);
+	w.params = rt_alloc(w.ctx, w.vec_bytes);
+	w.grad = rt_alloc(w.ctx, w.vec_bytes);
+	if (!w.params || !w.grad) {
+		fprintf(stderr, "Worker %d: out of registered memory\n", w.me);
+		goto out_ctx;
+	}
 	for (int p = 0; p < w.P; p++) {
 		struct wshard *sh = &w.s[p];
-		sh->n = w.L.place.shard_count[p];
+		const struct rdmaps_placement *pl = &w.L.place;
+		sh->n = pl->shard_count[p];
 		sh->mbox = rt_alloc(w.ctx, 64);
-		sh->pdst = rt_alloc(w.ctx, buf_bytes(sh->n));
-		sh->gsrc = rt_alloc(w.ctx, slot_bytes(sh->n));
+		sh->shdr = rt_alloc(w.ctx, 64);
 		sh->atom = rt_alloc(w.ctx, 64);
 		sh->scratch = rt_alloc(w.ctx, 64);
+		sh->pc = calloc(pl->npieces > 0 ? pl->npieces : 1, sizeof(*sh->pc));
 		sh->held = UINT64_MAX;
-		if (!sh->mbox || !sh->pdst || !sh->gsrc || !sh->atom || !sh->scratch) {
+		if (!sh->mbox || !sh->shdr || !sh->atom || !sh->scratch || !sh->pc) {
 			fprintf(stderr, "Worker %d: out of registered memory\n", w.me);
 			goto out_ctx;
+		}
+		for (int k = 0; k < pl->npieces; k++) {
+			const struct rdmaps_piece *pc = &pl->pieces[k];
+			if (pc->ps != p)
+				continue;
+			size_t flat = rdm_model_tensor(w.L.model, pc->tensor)->offset + pc->tensor_off;
+			struct wpiece *last = sh->npc ? &sh->pc[sh->npc - 1] : NULL;
+			if (last && last->flat + last->count == flat && last->shard_off + last->count == pc->shard_off)
+				last->count += pc->count; /* contiguous on both sides: one op */
+			else
+				sh->pc[sh->npc++] = (struct wpiece){ .flat = flat, .shard_off = pc->shard_off,
+								     .count = pc->count };
 		}
 	}
 	if (w.me == 0)
@@ -453,14 +619,9 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 				goto lost;
 		}
 		double t1 = rdmaps_now();
-		/* (2) pull what changed */
-		for (p = 0; p < w.P; p++) {
-			uint64_t mb = __atomic_load_n(w.s[p].mbox, __ATOMIC_ACQUIRE);
-			uint64_t v = MBOX_VERSION(mb);
-			if (w.s[p].held == UINT64_MAX || v != w.s[p].held)
-				if ((rc = pull(&w, p, v)))
-					goto lost;
-		}
+		/* (2) pull what changed, straight into w.params, all shards at once */
+		if ((rc = reap(&w, &p)) || (rc = pull_all(&w, &p)))
+			goto lost;
 		uint64_t gstep = w.s[0].held;
 		if ((long)gstep >= j->train_steps) {
 			if (prog_lines)
@@ -478,12 +639,9 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		if (j->straggler_delay_ms > 0 && w.me == j->straggler_task)
 			usleep((useconds_t)j->straggler_delay_ms * 1000);
 		double t3 = rdmaps_now();
-		/* (4) push */
-		for (p = 0; p < w.P; p++) {
-			scatter(&w, p, w.grad, (float *)(w.s[p].gsrc + 64));
-			if ((rc = push(&w, p, SLOT_GRAD, w.s[p].held, loss)))
-				goto lost;
-		}
+		/* (4) push, straight from w.grad, all shards at once */
+		if ((rc = push_all(&w, G_W_GRAD_SRC, SLOT_GRAD, loss, &p)))
+			goto lost;
 		double t4 = rdmaps_now();
 		local_step++;
 		if (prog_lines) { /* under `rdmaps launch` on a terminal */
@@ -557,14 +715,16 @@ out_ctx:
 	for (int p = 0; p < w.P; p++) {
 		struct wshard *sh = &w.s[p];
 		if (sh->mbox) rt_free(w.ctx, sh->mbox, 64);
-		if (sh->pdst) rt_free(w.ctx, sh->pdst, buf_bytes(sh->n));
-		if (sh->gsrc) rt_free(w.ctx, sh->gsrc, slot_bytes(sh->n));
+		if (sh->shdr) rt_free(w.ctx, sh->shdr, 64);
 		if (sh->atom) rt_free(w.ctx, sh->atom, 64);
 		if (sh->scratch) rt_free(w.ctx, sh->scratch, 64);
+		free(sh->pc);
 	}
+	if (w.params) rt_free(w.ctx, w.params, w.vec_bytes);
+	if (w.grad) rt_free(w.ctx, w.grad, w.vec_bytes);
 	rt_ctx_delete(&w.ctx);
 out_mem:
-	free(w.s); free(w.params); free(w.grad); free(bx); free(by);
+	free(w.s); free(bx); free(by);
 	rdm_batcher_delete(&bat);
 	if (snap && fclose(snap)) {
 		fprintf(stderr, "Worker %d: cannot write %s\n", w.me, j->snapshot_file);

@@ -141,7 +141,7 @@ worker_rejoin)
 	grep -h "rejoined\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
 ps_restart)
-	steps=800
+	steps=4000 # long enough to outlast a 1 s save interval (800 steps took 0.7 s)
 	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done

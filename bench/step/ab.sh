@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# bench/step/ab.sh: compare two builds of rdmaps on the same step_bench grid,
+# alternating A and B run by run so that background load hits both alike.
+#
+#   bench/step/ab.sh OUT BUILD_A BUILD_B GRID [ROUNDS] [DATA_DIR]
+#
+# GRID is step_bench's --grid (MODEL:P:W:REPS,...).  Each round runs
+# step_bench --only anatomy with BUILD_A into OUT/a<round>, then with BUILD_B
+# into OUT/b<round> (default 3 rounds).  Then bench/step/ab_report.py OUT
+# prints, per configuration and build, the median over rounds of the phase
+# p50s, the pull+push / tcp_rr ratio and the steady-window rates.
+# Exit: 0, 1 when a step_bench run failed (its output is kept), 2 bad usage.
+set -u
+here=$(cd "$(dirname "$0")/../.." && pwd)
+[ $# -ge 4 ] || { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+out=$1; a=$2; b=$3; grid=$4; rounds=${5:-3}; data=${6:-$here/data/mnist}
+case $rounds in ''|*[!0-9]*|0) echo "ab.sh: ROUNDS must be a positive integer" >&2; exit 2;; esac
+for d in "$a" "$b"; do
+	[ -x "$d/src/cli/rdmaps" ] || { echo "ab.sh: $d/src/cli/rdmaps not built" >&2; exit 2; }
+done
+mkdir -p "$out" || exit 2
+fail=0
+for r in $(seq 1 "$rounds"); do
+	for v in a b; do
+		bd=$a; [ $v = b ] && bd=$b
+		python3 "$here/bench/step/step_bench.py" --build "$bd" --data_dir "$data" --out "$out/$v$r" \
+			--only anatomy --grid "$grid" >"$out/$v$r.log" 2>&1 || { echo "ab.sh: $out/$v$r failed (see $out/$v$r.log)"; fail=1; }
+	done
+done
+python3 "$here/bench/step/ab_report.py" "$out"
+exit $fail
