@@ -29,6 +29,8 @@
 #define CKPT_KEEP 5          /* as TF's Saver max_to_keep */
 #define ACCEPT_EVERY 0.02    /* s between polls of the listener */
 #define PROBE_EVERY 0.5      /* s between liveness probes of idle connections */
+#define LIVE_CHECK_S 3.0     /* bound of the liveness check of a held index (> verbs retry exhaustion, ~2.1 s) */
+#define LIVE_WRID 0x4c495645ull /* wr_id of that check's WRITE ("LIVE") */
 
 static volatile sig_atomic_t ps_stop;
 static void on_term(int sig) { (void)sig; ps_stop = 1; }
@@ -284,6 +286,33 @@ static void drop_conn(struct shard *s, int i, const char *why)
 	fflush(stdout);
 }
 
+/* Is worker i's current connection alive?  A signaled WRITE of the last
+ * value released to it (idempotent: its mailbox holds that value, or less
+ * right after its own reconnect, and the token in it never exceeds its push
+ * count) must complete within LIVE_CHECK_S.  A broken connection, a failed
+ * op or no answer (a peer that died without a disconnect: verbs retries run
+ * out in ~2.1 s) means dead. */
+static int conn_alive(struct shard *s, int i)
+{
+	struct rt_completion c[8];
+	double end = rdmaps_now() + LIVE_CHECK_S;
+	if (rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, LIVE_WRID, RT_F_SIGNALED))
+		return 0;
+	for (;;) {
+		int got = rt_poll(s->conns[i], c, 8, 100);
+		if (got < 0)
+			return 0;
+		for (int k = 0; k < got; k++) {
+			if (c[k].status)
+				return 0;
+			if (c[k].wr_id == LIVE_WRID)
+				return 1;
+		}
+		if (rdmaps_now() > end)
+			return 0;
+	}
+}
+
 /* Poll the listener once (no wait).  Returns 1 when a worker connected. */
 static int accept_some(struct shard *s, int tmo_ms)
 {
@@ -305,10 +334,19 @@ static int accept_some(struct shard *s, int tmo_ms)
 	}
 	int i = (int)hi->index;
 	int rejoin = s->ever[i];
-	/* The newest connection of an index wins: a restarted worker replaces
-	 * its predecessor's (dead or about to be) connection. */
+	/* An index held by a live connection is refused (two workers started
+	 * with the same --task_index); a dead one is replaced: a worker
+	 * restarted after its predecessor died rejoins even before the idle
+	 * probe noticed the death. */
 	if (s->conns[i]) {
-		printf("ps %d: worker %d connected again: dropping its previous connection\n", j->task_index, i);
+		if (conn_alive(s, i)) {
+			fprintf(stderr, "ps %d: refused a second worker %d: worker %d is connected and alive "
+				"(two workers started with --task_index=%d?)\n", j->task_index, i, i, i);
+			rt_reject_status(&req, RDMAPS_E_IN_USE);
+			return 0;
+		}
+		printf("ps %d: worker %d connected again; its previous connection is dead: replacing it\n",
+		       j->task_index, i);
 		rt_conn_delete(&s->conns[i]);
 	}
 	struct rt_grant g[4] = {

@@ -150,7 +150,7 @@ static int read_state(struct worker *w, int p, uint64_t *state)
  * it, so a restarted worker (or a restarted ps, whose counters start at 0)
  * needs no other agreement (docs/protocol.md Q8).  The mailbox is zeroed
  * first: only the new connection's releases count. */
-static int connect_one(struct worker *w, int p, int secs)
+static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 {
 	const struct rdmaps_job *j = w->j;
 	struct wshard *sh = &w->s[p];
@@ -176,9 +176,11 @@ static int connect_one(struct worker *w, int p, int secs)
 		if (!rc)
 			break;
 		if ((rc != RDMAPS_E_REFUSED && rc != RDMAPS_E_TIMEOUT && rc != RDMAPS_E_UNREACHABLE &&
-		     rc != RDMAPS_E_PEER_GONE) || rdmaps_now() > end) {
-			fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s\n", w->me, p, j->ps_hosts[p],
-				rdmaps_strerror(rc));
+		     rc != RDMAPS_E_PEER_GONE && !(rc == RDMAPS_E_IN_USE && retry_in_use)) ||
+		    rdmaps_now() > end) {
+			fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s%s\n", w->me, p, j->ps_hosts[p],
+				rdmaps_strerror(rc),
+				rc == RDMAPS_E_IN_USE ? " (another live worker runs with this --task_index)" : "");
 			return rc;
 		}
 		usleep(pause_us);
@@ -197,7 +199,7 @@ static int connect_one(struct worker *w, int p, int secs)
 static int connect_all(struct worker *w)
 {
 	for (int p = 0; p < w->P; p++) {
-		int rc = connect_one(w, p, w->j->timeout_s);
+		int rc = connect_one(w, p, w->j->timeout_s, 0);
 		if (rc)
 			return rc;
 	}
@@ -256,7 +258,9 @@ static int recover(struct worker *w, int p, int rc)
 		rdmaps_strerror(rc), j->recovery_timeout_s);
 	rt_conn_delete(&sh->c);
 	double t0 = rdmaps_now();
-	if ((rc = connect_one(w, p, j->recovery_timeout_s)) ||
+	/* my own previous connection may still look alive to the ps for a
+	 * moment (RDMAPS_E_IN_USE): retried like a ps that is not back yet */
+	if ((rc = connect_one(w, p, j->recovery_timeout_s, 1)) ||
 	    (rc = wait_ready(w, p, j->recovery_timeout_s, 2))) {
 		fprintf(stderr, "Worker %d: ps %d did not come back within %d s (--recovery_timeout): %s\n", w->me, p,
 			j->recovery_timeout_s, rdmaps_strerror(rc));

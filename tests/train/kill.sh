@@ -10,6 +10,10 @@
 #   ps_restart     (c) sync, --logdir, --save_model_secs=1: kill the ps, restart
 #                  it: it restores, the workers reconnect, the job completes at
 #                  --train_steps, and at most the steps since the last save are lost
+#   duplicate      sync, R=W=2: a second live worker 1 is refused (it exits
+#                  non-zero naming the reason, the ps logs it, training goes
+#                  on); then worker 1 is killed and restarted at once: the
+#                  restart rejoins and the job completes
 #   ckpt_restore   --logdir through `rdmaps launch`: clean start said, restore,
 #                  a corrupt newest file named and the previous one used, a
 #                  mismatched model named and a clean start, a bad logdir an error
@@ -140,6 +144,39 @@ worker_rejoin)
 	echo "  the restarted worker 1 began at global step ${first:-?}"
 	grep -h "rejoined\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
+duplicate)
+	steps=1500 # ~8 s of training here: the duplicate must find the job running
+	f=(--train_steps=$steps)
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	wait_step "$dir/w1.log" 30 120 || fail "worker 1 did not reach global step 30"
+	start dup worker 1 2 dup "${f[@]}"
+	wait_exit dup 60
+	[ "$st" -ne 0 ] || fail "the second live worker 1 exited 0"
+	grep -q "Worker 1: cannot connect to ps 0 at .*: task index already in use" "$dir/dup.log" \
+		|| fail "the second worker 1 did not name the reason"
+	grep -q "ps 0: refused a second worker 1: worker 1 is connected and alive" "$dir/ps0.log" \
+		|| fail "the ps did not log the refused duplicate"
+	echo "  second worker 1: exit $st: $(grep '^Worker 1: .*already in use' "$dir/dup.log")"
+	echo "  $(grep 'refused a second' "$dir/ps0.log")"
+	kill -0 "${pid[w1]}" 2>/dev/null || fail "the first worker 1 died"
+	# the first keeps training: it makes progress after the refusal
+	at=$(last_step "$dir/w1.log")
+	wait_step "$dir/w1.log" $((at + 20)) 120 || fail "worker 1 stopped training after the refused duplicate"
+	# killed and restarted at once (no wait for the ps to notice): it rejoins
+	kill -9 "${pid[w1]}"; wait "${pid[w1]}" 2>/dev/null; unset "pid[w1]"
+	killed_at=$(last_step "$dir/w1.log")
+	[ "$killed_at" -lt $steps ] || fail "worker 1 was killed after the end"
+	start w1b worker 1 2 w1b "${f[@]}"
+	for t in w1b w0 ps0; do
+		wait_exit $t 180
+		[ "$st" -eq 0 ] || fail "$t exited $st"
+	done
+	grep -q "ps 0: worker 1 rejoined" "$dir/ps0.log" || fail "the restarted worker 1 did not rejoin"
+	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
+	for l in w0 w1b; do grep -q "validation cross entropy" "$dir/$l.log" || fail "$l did not finish"; done
+	grep -h "lost worker\|connected again\|rejoined\|done after" "$dir"/ps0.log | sed 's/^/  /'
+	;;
 ps_restart)
 	steps=800
 	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
@@ -208,6 +245,6 @@ ckpt_restore)
 	grep -q "logdir" "$dir/r5.log" || fail "no message for --logdir=a file"
 	grep -h "starting clean\|restored\|skipping" "$dir"/r*.log | sed 's/^/  /'
 	;;
-*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|ps_restart|ckpt_restore"; exit 2 ;;
+*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ckpt_restore"; exit 2 ;;
 esac
 echo "PASSED: $case"
