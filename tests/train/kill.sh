@@ -14,6 +14,10 @@
 #                  non-zero naming the reason, the ps logs it, training goes
 #                  on); then worker 1 is killed and restarted at once: the
 #                  restart rejoins and the job completes
+#   ps_skew        2 ps, sync, --logdir: kill ps 1 some steps after its save,
+#                  restart it: the shards now hold different global steps;
+#                  every worker that sees them more than 1 apart says so
+#                  (and none says so when they are not); the job completes
 #   ckpt_restore   --logdir through `rdmaps launch`: clean start said, restore,
 #                  a corrupt newest file named and the previous one used, a
 #                  mismatched model named and a clean start, a bad logdir an error
@@ -79,15 +83,16 @@ wait_exit() {
 	unset "pid[$1]"
 }
 
-read -r -a ports <<<"$(free_ports 4)" || fail "no free ports"
-[ ${#ports[@]} -eq 4 ] || fail "no free ports"
+read -r -a ports <<<"$(free_ports 6)" || fail "no free ports"
+[ ${#ports[@]} -eq 6 ] || fail "no free ports"
 nps=1
-# start NAME JOB INDEX NWORKERS LOG [extra flags]
+# start NAME JOB INDEX NWORKERS LOG [extra flags]  ($nps ps tasks)
 start() {
 	local name=$1 job=$2 idx=$3 nw=$4 log=$5; shift 5
-	local wk="127.0.0.1:${ports[1]}"
-	for ((k = 1; k < nw; k++)); do wk="$wk,127.0.0.1:${ports[$((k + 1))]}"; done
-	"$bin" --job_name="$job" --task_index="$idx" --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="$wk" \
+	local ph="127.0.0.1:${ports[0]}" wk="127.0.0.1:${ports[$nps]}"
+	for ((k = 1; k < nps; k++)); do ph="$ph,127.0.0.1:${ports[$k]}"; done
+	for ((k = 1; k < nw; k++)); do wk="$wk,127.0.0.1:${ports[$((nps + k))]}"; done
+	"$bin" --job_name="$job" --task_index="$idx" --ps_hosts="$ph" --worker_hosts="$wk" \
 		--transport=tcp --data_dir="$data" --sync_replicas=True --log_every=10 --timeout=90 "$@" \
 		>"$dir/$log.log" 2>&1 &
 	pid[$name]=$!
@@ -177,6 +182,42 @@ duplicate)
 	for l in w0 w1b; do grep -q "validation cross entropy" "$dir/$l.log" || fail "$l did not finish"; done
 	grep -h "lost worker\|connected again\|rejoined\|done after" "$dir"/ps0.log | sed 's/^/  /'
 	;;
+ps_skew)
+	steps=1500; nps=2
+	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=2 --recovery_timeout=60)
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	start ps1 ps 1 2 ps1 "${f[@]}"
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	wait_for "$dir/ps1.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 120 \
+		|| fail "ps 1 saved no checkpoint within 120 s"
+	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps1.log" | tail -1)
+	wait_step "$dir/w0.log" $((saved + 30)) 120 || fail "training did not go on after the save"
+	kill -9 "${pid[ps1]}"; wait "${pid[ps1]}" 2>/dev/null; unset "pid[ps1]"
+	echo "  killed ps 1 (SIGKILL) at global step >= $(last_step "$dir/w0.log"); its last checkpoint: $(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps1.log" | tail -1)"
+	wait_for "$dir/w0.log" "Worker 0: lost ps 1" 60 || fail "worker 0 did not report the lost ps 1"
+	start ps1b ps 1 2 ps1b "${f[@]}"
+	for t in w0 w1 ps0 ps1b; do
+		wait_exit $t 240
+		[ "$st" -eq 0 ] || fail "$t exited $st"
+	done
+	grep -q "ps 1: restored checkpoint .*shard-1-step-" "$dir/ps1b.log" || fail "the restarted ps 1 restored nothing"
+	grep -q "global step $steps, " "$dir/ps0.log" || fail "ps 0 did not end at global step $steps"
+	nskew=0
+	for i in 0 1; do
+		line=$(grep "Worker $i: reconnected to ps 1" "$dir/w$i.log") || fail "worker $i did not reconnect to ps 1"
+		now_v=$(sed -n 's/.*its global step is \([0-9]*\) (I held \(-*[0-9]*\)).*/\1/p' <<<"$line")
+		held=$(sed -n 's/.*its global step is \([0-9]*\) (I held \(-*[0-9]*\)).*/\2/p' <<<"$line")
+		if [ $((held - now_v)) -gt 1 ]; then
+			grep -q "Worker $i: the ps shards are at different global steps: ps 0 at [0-9]*, ps 1 at $now_v " \
+				"$dir/w$i.log" || fail "worker $i: ps 1 came back at $now_v (it held $held) and no skew was reported"
+			nskew=$((nskew + 1))
+		elif grep -q "different global steps" "$dir/w$i.log"; then
+			fail "worker $i reported a skew, but ps 1 came back at $now_v and it held $held"
+		fi
+	done
+	[ $nskew -gt 0 ] || fail "the kill landed right after a save: no skew to report (ps 1 restored within 1 step)"
+	grep -h "restored\|different global steps\|reconnected to\|done after" "$dir"/*.log | sed 's/^/  /'
+	;;
 ps_restart)
 	steps=800
 	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
@@ -245,6 +286,6 @@ ckpt_restore)
 	grep -q "logdir" "$dir/r5.log" || fail "no message for --logdir=a file"
 	grep -h "starting clean\|restored\|skipping" "$dir"/r*.log | sed 's/^/  /'
 	;;
-*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ckpt_restore"; exit 2 ;;
+*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ps_skew|ckpt_restore"; exit 2 ;;
 esac
 echo "PASSED: $case"
