@@ -63,6 +63,7 @@ struct shard {
 	double last_ckpt;
 	uint64_t saved_version;     /* UINT64_MAX = nothing saved by this run */
 	int ckpt_failed;
+	int restored;               /* started from a checkpoint (a restart) */
 };
 
 static struct rdmaps_params_hdr *hdr(struct shard *s) { return (struct rdmaps_params_hdr *)s->params; }
@@ -267,6 +268,7 @@ static int restore_ckpt(struct shard *s)
 	s->ost.beta2_power = meta.beta2_power;
 	s->version = g;
 	s->saved_version = g;
+	s->restored = 1;
 	printf("ps %d: restored checkpoint %s (global step %llu)\n", j->task_index, path, (unsigned long long)g);
 	fflush(stdout);
 	return 0;
@@ -413,7 +415,11 @@ static void print_missing(struct shard *s, FILE *f, int sync_view)
 			continue;
 		if (!sync_view && __atomic_load_n(&s->counters[i], __ATOMIC_ACQUIRE) > s->consumed[i])
 			continue;
-		fprintf(f, " worker %d%s", i, !s->conns[i] ? (s->ever[i] ? " (disconnected)" : " (never connected)") : "");
+		fprintf(f, " worker %d%s", i,
+			s->conns[i] ? ""
+			: s->ever[i] ? " (disconnected)"
+			: s->restored ? " (not connected since this ps restarted: it may have finished before)"
+			: " (never connected)");
 	}
 }
 
@@ -434,6 +440,27 @@ static void barrier_report(struct shard *s, double waited)
 	s->missing_set = 1;
 }
 
+/* No progress for --timeout: say why and whom the ps waited for; returns 1. */
+static int give_up(struct shard *s, int done)
+{
+	const struct rdmaps_job *j = s->j;
+	if (done) {
+		fprintf(stderr, "ps %d: giving up: training ended (global step %llu, %d worker(s) finished) "
+			"but for %d s (--timeout) the others neither finished nor left:", j->task_index,
+			(unsigned long long)s->version, done, j->timeout_s);
+		for (int i = 0; i < s->W; i++)
+			if (!done_of(s, i) && !s->gone[i])
+				fprintf(stderr, " worker %d%s", i, s->ever[i] ? "" : " (never connected)");
+		fprintf(stderr, " (still pushing gradients: a different --train_steps?)\n");
+		return 1;
+	}
+	fprintf(stderr, "ps %d: giving up: no gradient and no connection for %d s (--timeout); waiting for:",
+		j->task_index, j->timeout_s);
+	print_missing(s, stderr, j->sync && hdr(s)->state == PARAMS_STATE_READY);
+	fprintf(stderr, "\n");
+	return 1;
+}
+
 /* Returns 0 (finished or stopped) or 1 (gave up after --timeout without progress). */
 static int serve(struct shard *s)
 {
@@ -448,10 +475,11 @@ static int serve(struct shard *s)
 	while (!ps_stop) {
 		int any = 0;
 		now = rdmaps_now();
+		int accepted = 0;
 		if (now - last_accept >= ACCEPT_EVERY) {
 			last_accept = now;
 			if (accept_some(s, 0)) {
-				any = 1;
+				any = accepted = 1;
 				now = rdmaps_now();
 			}
 		}
@@ -491,7 +519,14 @@ static int serve(struct shard *s)
 			save_ckpt(s);
 		if (any) {
 			spins = 0;
-			last_progress = now;
+			/* Once a worker finished, training is over: gradients that
+			 * keep coming (a worker given a larger --train_steps, whose
+			 * releases no longer move the step) are no progress, and
+			 * --timeout bounds them too. */
+			if (!done || accepted)
+				last_progress = now;
+			else if (now - last_progress > j->timeout_s)
+				return give_up(s, done);
 			continue;
 		}
 		rdmaps_backoff(&spins);
@@ -504,13 +539,8 @@ static int serve(struct shard *s)
 			s->last_barrier_msg = now;
 			barrier_report(s, now - s->agg_since);
 		}
-		if (now - last_progress > j->timeout_s) {
-			fprintf(stderr, "ps %d: giving up: no gradient and no connection for %d s (--timeout); waiting for:",
-				j->task_index, j->timeout_s);
-			print_missing(s, stderr, j->sync && hdr(s)->state == PARAMS_STATE_READY);
-			fprintf(stderr, "\n");
-			return 1;
-		}
+		if (now - last_progress > j->timeout_s)
+			return give_up(s, done);
 	}
 	return 0;
 }

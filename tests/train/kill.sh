@@ -18,6 +18,13 @@
 #                  restart it: the shards now hold different global steps;
 #                  every worker that sees them more than 1 apart says so
 #                  (and none says so when they are not); the job completes
+#   finished_early sync, R=W=2, worker 0 given --train_steps=100 and worker 1
+#                  100000, so that worker 0 finishes while worker 1 still
+#                  trains.  (A) the ps gives up after --timeout (the step no
+#                  longer moves) and worker 1 after --recovery_timeout, both
+#                  exit 1 naming why; (B) the same, the ps killed after worker 0
+#                  finished and restarted: it restores, worker 1 rejoins, the
+#                  ps names worker 0 as missing, both exit 1 within the bounds
 #   ckpt_restore   --logdir through `rdmaps launch`: clean start said, restore,
 #                  a corrupt newest file named and the previous one used, a
 #                  mismatched model named and a clean start, a bad logdir an error
@@ -218,6 +225,50 @@ ps_skew)
 	[ $nskew -gt 0 ] || fail "the kill landed right after a save: no skew to report (ps 1 restored within 1 step)"
 	grep -h "restored\|different global steps\|reconnected to\|done after" "$dir"/*.log | sed 's/^/  /'
 	;;
+finished_early)
+	f=(--logdir="$dir/ckpt" --save_model_secs=1 --timeout=5 --barrier_timeout=2 --recovery_timeout=5)
+	for phase in A B; do
+		rm -rf "$dir/ckpt"
+		start ps0$phase ps 0 2 ps0$phase "${f[@]}"
+		start w0$phase worker 0 2 w0$phase "${f[@]}" --train_steps=100
+		start w1$phase worker 1 2 w1$phase "${f[@]}" --train_steps=100000
+		wait_exit w0$phase 120
+		[ "$st" -eq 0 ] || fail "($phase) worker 0 exited $st"
+		grep -q "validation cross entropy" "$dir/w0$phase.log" || fail "($phase) worker 0 did not finish"
+		t0=$SECONDS
+		if [ $phase = A ]; then
+			wait_exit ps0A 30
+			[ "$st" -eq 1 ] || fail "(A) the ps exited $st, expected 1"
+			grep -q "ps 0: giving up: training ended (global step 100, 1 worker(s) finished) but for 5 s (--timeout) the others neither finished nor left: worker 1 " \
+				"$dir/ps0A.log" || fail "(A) the ps did not say why it gave up"
+			wait_exit w1A 30
+			[ "$st" -eq 1 ] || fail "(A) worker 1 exited $st, expected 1"
+			grep -q "Worker 1: ps 0 did not come back within 5 s (--recovery_timeout)" "$dir/w1A.log" \
+				|| fail "(A) worker 1 did not say why it stopped"
+			echo "  (A) after worker 0 finished: ps and worker 1 exited 1 within $((SECONDS - t0)) s"
+			grep -h "giving up\|did not come back" "$dir"/ps0A.log "$dir"/w1A.log | sed 's/^/    /'
+		else
+			# a checkpoint to restore: the step stopped moving, one comes within 1 s
+			wait_for "$dir/ps0B.log" "saved checkpoint" 30 || fail "(B) the ps saved no checkpoint"
+			kill -9 "${pid[ps0B]}"; wait "${pid[ps0B]}" 2>/dev/null; unset "pid[ps0B]"
+			start ps0C ps 0 2 ps0C "${f[@]}"
+			wait_exit ps0C 40
+			[ "$st" -eq 1 ] || fail "(B) the restarted ps exited $st, expected 1"
+			grep -q "ps 0: restored checkpoint" "$dir/ps0C.log" || fail "(B) the restarted ps restored nothing"
+			grep -q "ps 0: barrier timeout: .*missing: worker 0 (not connected since this ps restarted" "$dir/ps0C.log" \
+				|| fail "(B) the restarted ps did not name worker 0 as missing"
+			grep -q "ps 0: giving up: no gradient and no connection for 5 s (--timeout); waiting for: worker 0 (not connected since this ps restarted" \
+				"$dir/ps0C.log" || fail "(B) the restarted ps did not say why it gave up"
+			wait_exit w1B 30
+			[ "$st" -eq 1 ] || fail "(B) worker 1 exited $st, expected 1"
+			grep -q "Worker 1: reconnected to ps 0" "$dir/w1B.log" || fail "(B) worker 1 did not reconnect"
+			grep -q "Worker 1: ps 0 did not come back within 5 s\|Worker 1: no release from ps 0 within 5 s" "$dir/w1B.log" \
+				|| fail "(B) worker 1 did not say why it stopped"
+			echo "  (B) ps killed after worker 0 finished, restarted: both exited 1 within $((SECONDS - t0)) s"
+			grep -h "restored\|giving up\|did not come back\|no release" "$dir"/ps0C.log "$dir"/w1B.log | sed 's/^/    /'
+		fi
+	done
+	;;
 ps_restart)
 	steps=800
 	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
@@ -286,6 +337,6 @@ ckpt_restore)
 	grep -q "logdir" "$dir/r5.log" || fail "no message for --logdir=a file"
 	grep -h "starting clean\|restored\|skipping" "$dir"/r*.log | sed 's/^/  /'
 	;;
-*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ps_skew|ckpt_restore"; exit 2 ;;
+*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ps_skew|finished_early|ckpt_restore"; exit 2 ;;
 esac
 echo "PASSED: $case"
