@@ -376,13 +376,22 @@ static int accept_some(struct shard *s, int tmo_ms)
 	return 1;
 }
 
-/* A broken connection shows as a negative rt_poll (RDMAPS_E_PEER_GONE). */
+/* A broken connection shows as a negative rt_poll (RDMAPS_E_PEER_GONE).
+ * Each probe also re-sends the last release (unsignaled, idempotent: see
+ * conn_alive): a peer that died without a disconnect the ps hears of (a
+ * SIGKILLed worker over rxe, measured: the ps never learned it) fails that
+ * WRITE once the retries run out (~2.1 s), and the next probe drops it. */
 static void probe_conns(struct shard *s)
 {
 	struct rt_completion c[8];
 	for (int i = 0; i < s->W; i++) {
 		if (!s->conns[i])
 			continue;
+		int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, 0, RT_F_INLINE);
+		if (rc && rc != RDMAPS_E_AGAIN) {
+			drop_conn(s, i, rdmaps_strerror(rc));
+			continue;
+		}
 		int got = rt_poll(s->conns[i], c, 8, 1), err = got < 0 ? got : 0;
 		for (int k = 0; k < got; k++)
 			if (c[k].status && !err)
