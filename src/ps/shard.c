@@ -55,6 +55,7 @@ struct shard {
 	int *pending;               /* workers whose gradient is in acc */
 	uint8_t *ever;              /* worker has connected at least once */
 	uint8_t *gone;              /* its connection broke and was not replaced */
+	double *probe_sent;         /* time of the outstanding liveness WRITE, 0 = none */
 	int npending, count, R, W;
 	uint64_t accepted, dropped, updates;
 	double agg_since;           /* start of the current sync aggregation wait */
@@ -106,10 +107,13 @@ static void release(struct shard *s, int i)
 	/* reap: unsignaled writes complete only when they failed */
 	int got;
 	while ((got = rt_poll(s->conns[i], c, 8, 0)) > 0)
-		for (int k = 0; k < got; k++)
+		for (int k = 0; k < got; k++) {
 			if (c[k].status)
 				RDMAPS_WARN("mailbox write to worker %d failed: %s", i,
 					    rdmaps_strerror(c[k].status));
+			else if (c[k].wr_id == LIVE_WRID)
+				s->probe_sent[i] = 0; /* the idle probe's answer */
+		}
 }
 
 static void clear_missing(struct shard *s)
@@ -280,6 +284,7 @@ static void drop_conn(struct shard *s, int i, const char *why)
 {
 	rt_conn_delete(&s->conns[i]);
 	s->gone[i] = 1;
+	s->probe_sent[i] = 0;
 	if (done_of(s, i))
 		printf("ps %d: worker %d finished and disconnected\n", s->j->task_index, i);
 	else
@@ -298,6 +303,7 @@ static int conn_alive(struct shard *s, int i)
 {
 	struct rt_completion c[8];
 	double end = rdmaps_now() + LIVE_CHECK_S;
+	int alive = 0;
 	if (rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, LIVE_WRID, RT_F_SIGNALED))
 		return 0;
 	for (;;) {
@@ -307,8 +313,12 @@ static int conn_alive(struct shard *s, int i)
 		for (int k = 0; k < got; k++) {
 			if (c[k].status)
 				return 0;
-			if (c[k].wr_id == LIVE_WRID)
-				return 1;
+			if (c[k].wr_id == LIVE_WRID) /* (or an idle probe's: answered too) */
+				alive = 1;
+		}
+		if (alive) {
+			s->probe_sent[i] = 0;
+			return 1;
 		}
 		if (rdmaps_now() > end)
 			return 0;
@@ -350,6 +360,7 @@ static int accept_some(struct shard *s, int tmo_ms)
 		printf("ps %d: worker %d connected again; its previous connection is dead: replacing it\n",
 		       j->task_index, i);
 		rt_conn_delete(&s->conns[i]);
+		s->probe_sent[i] = 0;
 	}
 	struct rt_grant g[4] = {
 		{ G_PS_PARAMS, s->params, params_bytes(s->n), RT_RIGHT_READ },
@@ -377,25 +388,41 @@ static int accept_some(struct shard *s, int tmo_ms)
 }
 
 /* A broken connection shows as a negative rt_poll (RDMAPS_E_PEER_GONE).
- * Each probe also re-sends the last release (unsignaled, idempotent: see
- * conn_alive): a peer that died without a disconnect the ps hears of (a
- * SIGKILLed worker over rxe, measured: the ps never learned it) fails that
- * WRITE once the retries run out (~2.1 s), and the next probe drops it. */
+ * Each probe also re-sends the last release as a signaled WRITE
+ * (idempotent: see conn_alive) and wants its completion within
+ * LIVE_CHECK_S: a peer that died without a disconnect the ps hears of (a
+ * SIGKILLed worker over rxe: measured, the ps never learned it, not even
+ * from failed unsignaled WRITEs) is dropped when it does not answer. */
 static void probe_conns(struct shard *s)
 {
 	struct rt_completion c[8];
+	double now = rdmaps_now();
 	for (int i = 0; i < s->W; i++) {
 		if (!s->conns[i])
 			continue;
-		int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, 0, RT_F_INLINE);
-		if (rc && rc != RDMAPS_E_AGAIN) {
-			drop_conn(s, i, rdmaps_strerror(rc));
-			continue;
+		if (!s->probe_sent[i]) {
+			int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, LIVE_WRID,
+					  RT_F_INLINE | RT_F_SIGNALED);
+			if (rc && rc != RDMAPS_E_AGAIN) {
+				drop_conn(s, i, rdmaps_strerror(rc));
+				continue;
+			}
+			if (!rc)
+				s->probe_sent[i] = now;
 		}
 		int got = rt_poll(s->conns[i], c, 8, 1), err = got < 0 ? got : 0;
-		for (int k = 0; k < got; k++)
+		for (int k = 0; k < got; k++) {
 			if (c[k].status && !err)
 				err = c[k].status; /* a failed release: the connection is broken */
+			else if (!c[k].status && c[k].wr_id == LIVE_WRID)
+				s->probe_sent[i] = 0;
+		}
+		if (!err && s->probe_sent[i] && now - s->probe_sent[i] > LIVE_CHECK_S) {
+			char why[64];
+			snprintf(why, sizeof(why), "no answer to a liveness WRITE within %.0f s", LIVE_CHECK_S);
+			drop_conn(s, i, why);
+			continue;
+		}
 		if (err)
 			drop_conn(s, i, rdmaps_strerror(err));
 	}
@@ -450,7 +477,7 @@ static void barrier_report(struct shard *s, double waited)
 }
 
 /* No progress for --timeout: say why and whom the ps waited for; returns 1. */
-static int give_up(struct shard *s, int done)
+static int give_up(struct shard *s, int done, int pushing)
 {
 	const struct rdmaps_job *j = s->j;
 	if (done) {
@@ -460,7 +487,7 @@ static int give_up(struct shard *s, int done)
 		for (int i = 0; i < s->W; i++)
 			if (!done_of(s, i) && !s->gone[i])
 				fprintf(stderr, " worker %d%s", i, s->ever[i] ? "" : " (never connected)");
-		fprintf(stderr, " (still pushing gradients: a different --train_steps?)\n");
+		fprintf(stderr, "%s\n", pushing ? " (still pushing gradients: a different --train_steps?)" : "");
 		return 1;
 	}
 	fprintf(stderr, "ps %d: giving up: no gradient and no connection for %d s (--timeout); waiting for:",
@@ -535,7 +562,7 @@ static int serve(struct shard *s)
 			if (!done || accepted)
 				last_progress = now;
 			else if (now - last_progress > j->timeout_s)
-				return give_up(s, done);
+				return give_up(s, done, 1);
 			continue;
 		}
 		rdmaps_backoff(&spins);
@@ -549,7 +576,7 @@ static int serve(struct shard *s)
 			barrier_report(s, now - s->agg_since);
 		}
 		if (now - last_progress > j->timeout_s)
-			return give_up(s, done);
+			return give_up(s, done, 0);
 	}
 	return 0;
 }
@@ -608,11 +635,12 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.pending = calloc(s.W + 1, sizeof(*s.pending));
 	s.ever = calloc(s.W, 1);
 	s.gone = calloc(s.W, 1);
+	s.probe_sent = calloc(s.W, sizeof(*s.probe_sent));
 	s.acc = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.m = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.v = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.consumed || !s.pending ||
-	    !s.ever || !s.gone || !s.acc || !s.m || !s.v) {
+	    !s.ever || !s.gone || !s.probe_sent || !s.acc || !s.m || !s.v) {
 		fprintf(stderr, "ps %d: out of memory\n", j->task_index);
 		goto err_mem;
 	}
@@ -657,7 +685,7 @@ err_mem:
 	if (s.counters) rt_free(s.ctx, s.counters, counters_bytes(s.W));
 	if (s.mbox_src) rt_free(s.ctx, s.mbox_src, (size_t)s.W * 8);
 	free(s.slots); free(s.conns); free(s.consumed); free(s.pending);
-	free(s.ever); free(s.gone);
+	free(s.ever); free(s.gone); free(s.probe_sent);
 	free(s.acc); free(s.m); free(s.v);
 	rt_ctx_delete(&s.ctx);
 err_layout:
