@@ -245,7 +245,7 @@ finished_early)
 		if [ $phase = A ]; then
 			wait_exit ps0A 30
 			[ "$st" -eq 1 ] || fail "(A) the ps exited $st, expected 1"
-			grep -q "ps 0: giving up: training ended (global step 100, 1 worker(s) finished) but for 5 s (--timeout) the others neither finished nor left: worker 1 " \
+			grep -Eq "ps 0: giving up: training ended \(global step 100, 1 worker\(s\) finished\) but for 5 s \(--timeout\) the others neither finished nor left: worker 1( |$)" \
 				"$dir/ps0A.log" || fail "(A) the ps did not say why it gave up"
 			wait_exit w1A 30
 			[ "$st" -eq 1 ] || fail "(A) worker 1 exited $st, expected 1"
