@@ -29,7 +29,7 @@
 #define CKPT_KEEP 5          /* as TF's Saver max_to_keep */
 #define ACCEPT_EVERY 0.02    /* s between polls of the listener */
 #define PROBE_EVERY 0.5      /* s between liveness probes of idle connections */
-#define LIVE_CHECK_S 3.0     /* bound of the liveness check of a held index (> verbs retry exhaustion, ~2.1 s) */
+#define LIVE_CHECK_S 3.0     /* a liveness WRITE unanswered this long (s) means dead (conn_alive, probe_conns) */
 #define LIVE_WRID 0x4c495645ull /* wr_id of that check's WRITE ("LIVE") */
 
 static volatile sig_atomic_t ps_stop;
