@@ -245,34 +245,32 @@ static int wait_ready(struct worker *w, int p, int secs, int init)
 	return 0;
 }
 
-/* After a ps restart (or at start, after restores), the shards may hold
- * checkpoints of different global steps: READ every shard's current_version
- * and say so when they are further apart than the protocol allows (sync: 1,
- * a shard may be one update ahead; async: one update per worker in flight).
- * Nothing is changed: each shard goes on from its own step
+/* After ps p came back at global step now_v (a restart restores its own
+ * last checkpoint), the shards may be at different global steps: compare
+ * now_v with the version held of every other shard (what this worker last
+ * pulled there: no operation on their connections, which may have ops in
+ * flight) and say so when they are further apart than the protocol allows
+ * (sync: 1, a shard may be one update ahead; async: one update per worker
+ * in flight).  Nothing is changed: each shard goes on from its own step
  * (docs/failure-modes.md).  Returns 1 when it reported a skew. */
-static int check_shard_steps(struct worker *w)
+static int check_shard_steps(struct worker *w, int p, uint64_t now_v)
 {
-	uint64_t lo = UINT64_MAX, hi = 0;
-	uint64_t v[64];
-	int n = w->P < 64 ? w->P : 64;
-	if (n < 2)
-		return 0;
-	for (int p = 0; p < n; p++) {
-		struct wshard *sh = &w->s[p];
-		if (!sh->c || rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS,
-				      offsetof(struct rdmaps_params_hdr, current_version), 8, 3, RT_F_SIGNALED) ||
-		    wait_comp(sh, 1, w->tmo_ms, "version read", p))
-			return 0; /* that shard's trouble shows (and is handled) in the next step */
-		v[p] = *sh->scratch;
-		lo = v[p] < lo ? v[p] : lo;
-		hi = v[p] > hi ? v[p] : hi;
+	uint64_t lo = now_v, hi = now_v;
+	for (int q = 0; q < w->P; q++) {
+		uint64_t v = w->s[q].held;
+		if (q == p || v == UINT64_MAX)
+			continue;
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
 	}
 	if (hi - lo <= (uint64_t)(w->j->sync ? 1 : w->j->nworkers))
 		return 0;
 	fprintf(stderr, "Worker %d: the ps shards are at different global steps:", w->me);
-	for (int p = 0; p < n; p++)
-		fprintf(stderr, " ps %d at %llu%s", p, (unsigned long long)v[p], p + 1 < n ? "," : "");
+	for (int q = 0; q < w->P; q++) {
+		uint64_t v = q == p ? now_v : w->s[q].held;
+		if (v != UINT64_MAX)
+			fprintf(stderr, " ps %d at %llu%s", q, (unsigned long long)v, q + 1 < w->P ? "," : "");
+	}
 	fprintf(stderr, " (%llu apart: checkpoints of different steps restored); each shard goes on from its own "
 		"step, and training stops when ps 0 reaches --train_steps\n", (unsigned long long)(hi - lo));
 	return 1;
@@ -307,7 +305,7 @@ static int recover(struct worker *w, int p, int rc)
 	printf("Worker %d: reconnected to ps %d after %.1f s: its global step is %llu (I held %lld)\n", w->me, p,
 	       rdmaps_now() - t0, (unsigned long long)now_v, was == UINT64_MAX ? -1LL : (long long)was);
 	fflush(stdout);
-	check_shard_steps(w);
+	check_shard_steps(w, p, now_v);
 	return 0;
 }
 
@@ -463,7 +461,6 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		if ((rc = wait_ready(&w, p, j->timeout_s, 1)) && (!recoverable(rc) || (rc = recover(&w, p, rc))))
 			goto out_conn;
 	}
-	check_shard_steps(&w); /* e.g. a whole job restarted on checkpoints of different steps */
 	printf("Worker %d: Session initialization complete.\n", w.me);
 	double t_begin = rdmaps_now();
 	printf("Training begins @ %f\n", t_begin);

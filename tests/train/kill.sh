@@ -128,7 +128,8 @@ worker_backup)
 	;;
 worker_rejoin)
 	steps=300
-	f=(--train_steps=$steps --barrier_timeout=2)
+	# >= 0.9 s of training (3 ms per step on worker 0): the kill comes before the end
+	f=(--train_steps=$steps --barrier_timeout=2 --straggler_task=0 --straggler_delay_ms=3)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_step "$dir/w1.log" 50 120 || fail "worker 1 did not reach global step 50"
@@ -157,8 +158,10 @@ worker_rejoin)
 	grep -h "rejoined\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
 duplicate)
-	steps=1500 # ~8 s of training here: the duplicate must find the job running
-	f=(--train_steps=$steps)
+	# the duplicate must find the job running: worker 0 sleeps 5 ms per step
+	# (--straggler_delay_ms), so the 1500 steps take >= 7.5 s however fast
+	steps=1500
+	f=(--train_steps=$steps --straggler_task=0 --straggler_delay_ms=5)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_step "$dir/w1.log" 30 120 || fail "worker 1 did not reach global step 30"
@@ -191,7 +194,9 @@ duplicate)
 	;;
 ps_skew)
 	steps=1500; nps=2
-	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=2 --recovery_timeout=60)
+	# >= 7.5 s of training (5 ms per step on worker 0): a save every 2 s falls inside
+	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=2 --recovery_timeout=60
+		--straggler_task=0 --straggler_delay_ms=5)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	start ps1 ps 1 2 ps1 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
@@ -277,7 +282,9 @@ finished_early)
 	;;
 ps_restart)
 	steps=800
-	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
+	# >= 2.4 s of training (3 ms per step on worker 0): a save every 1 s falls inside
+	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60
+		--straggler_task=0 --straggler_delay_ms=3)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 120 \
