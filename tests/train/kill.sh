@@ -281,10 +281,8 @@ finished_early)
 	done
 	;;
 ps_restart)
-	steps=800
-	# >= 2.4 s of training (3 ms per step on worker 0): a save every 1 s falls inside
-	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60
-		--straggler_task=0 --straggler_delay_ms=3)
+	steps=4000 # long enough to outlast a 1 s save interval (800 steps took 0.7 s)
+	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 120 \
