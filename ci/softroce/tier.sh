@@ -156,6 +156,10 @@ echo "== ctest -L rdma ($build)"
 ctest --test-dir "$build" -L rdma --output-on-failure --timeout 300 >"$out/ctest.log" 2>&1
 crc=$?
 cat "$out/ctest.log"
+# what the end-to-end scripts measured (their indented summary lines), also
+# for the tests that passed (ctest prints output only on failure)
+lt="$build/Testing/Temporary/LastTest.log"
+[ -f "$lt" ] && grep -a -E '^(  [A-Za-z(]|PASSED: |SKIPPED: )' "$lt" | sed 's/^/DETAIL /'
 total=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$out/ctest.log")
 passed=$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$out/ctest.log" | grep -c ' Passed ')
 skipped=$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$out/ctest.log" | grep -c 'Skipped')

@@ -26,6 +26,7 @@ const char *rdmaps_strerror(int s)
 	case RDMAPS_E_NOSUPPORT: return "not supported";
 	case RDMAPS_E_CORRUPT: return "corrupt or mismatched data";
 	case RDMAPS_E_STATE: return "wrong state";
+	case RDMAPS_E_IN_USE: return "task index already in use by a live peer";
 	default: return "unknown error";
 	}
 }

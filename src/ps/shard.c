@@ -29,6 +29,8 @@
 #define CKPT_KEEP 5          /* as TF's Saver max_to_keep */
 #define ACCEPT_EVERY 0.02    /* s between polls of the listener */
 #define PROBE_EVERY 0.5      /* s between liveness probes of idle connections */
+#define LIVE_CHECK_S 3.0     /* a liveness WRITE unanswered this long (s) means dead (conn_alive, probe_conns) */
+#define LIVE_WRID 0x4c495645ull /* wr_id of that check's WRITE ("LIVE") */
 
 static volatile sig_atomic_t ps_stop;
 static void on_term(int sig) { (void)sig; ps_stop = 1; }
@@ -53,6 +55,7 @@ struct shard {
 	int *pending;               /* workers whose gradient is in acc */
 	uint8_t *ever;              /* worker has connected at least once */
 	uint8_t *gone;              /* its connection broke and was not replaced */
+	double *probe_sent;         /* time of the outstanding liveness WRITE, 0 = none */
 	int npending, count, R, W;
 	uint64_t accepted, dropped, updates;
 	double agg_since;           /* start of the current sync aggregation wait */
@@ -61,6 +64,7 @@ struct shard {
 	double last_ckpt;
 	uint64_t saved_version;     /* UINT64_MAX = nothing saved by this run */
 	int ckpt_failed;
+	int restored;               /* started from a checkpoint (a restart) */
 };
 
 static struct rdmaps_params_hdr *hdr(struct shard *s) { return (struct rdmaps_params_hdr *)s->params; }
@@ -103,10 +107,13 @@ static void release(struct shard *s, int i)
 	/* reap: unsignaled writes complete only when they failed */
 	int got;
 	while ((got = rt_poll(s->conns[i], c, 8, 0)) > 0)
-		for (int k = 0; k < got; k++)
+		for (int k = 0; k < got; k++) {
 			if (c[k].status)
 				RDMAPS_WARN("mailbox write to worker %d failed: %s", i,
 					    rdmaps_strerror(c[k].status));
+			else if (c[k].wr_id == LIVE_WRID)
+				s->probe_sent[i] = 0; /* the idle probe's answer */
+		}
 }
 
 static void clear_missing(struct shard *s)
@@ -265,6 +272,7 @@ static int restore_ckpt(struct shard *s)
 	s->ost.beta2_power = meta.beta2_power;
 	s->version = g;
 	s->saved_version = g;
+	s->restored = 1;
 	printf("ps %d: restored checkpoint %s (global step %llu)\n", j->task_index, path, (unsigned long long)g);
 	fflush(stdout);
 	return 0;
@@ -276,12 +284,45 @@ static void drop_conn(struct shard *s, int i, const char *why)
 {
 	rt_conn_delete(&s->conns[i]);
 	s->gone[i] = 1;
+	s->probe_sent[i] = 0;
 	if (done_of(s, i))
 		printf("ps %d: worker %d finished and disconnected\n", s->j->task_index, i);
 	else
 		printf("ps %d: lost worker %d (%s); it may rejoin with the same task index\n", s->j->task_index, i,
 		       why);
 	fflush(stdout);
+}
+
+/* Is worker i's current connection alive?  A signaled WRITE of the last
+ * value released to it (idempotent: its mailbox holds that value, or less
+ * right after its own reconnect, and the token in it never exceeds its push
+ * count) must complete within LIVE_CHECK_S.  A broken connection, a failed
+ * op or no answer (a peer that died without a disconnect: verbs retries run
+ * out in ~2.1 s) means dead. */
+static int conn_alive(struct shard *s, int i)
+{
+	struct rt_completion c[8];
+	double end = rdmaps_now() + LIVE_CHECK_S;
+	int alive = 0;
+	if (rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, LIVE_WRID, RT_F_SIGNALED))
+		return 0;
+	for (;;) {
+		int got = rt_poll(s->conns[i], c, 8, 100);
+		if (got < 0)
+			return 0;
+		for (int k = 0; k < got; k++) {
+			if (c[k].status)
+				return 0;
+			if (c[k].wr_id == LIVE_WRID) /* (or an idle probe's: answered too) */
+				alive = 1;
+		}
+		if (alive) {
+			s->probe_sent[i] = 0;
+			return 1;
+		}
+		if (rdmaps_now() > end)
+			return 0;
+	}
 }
 
 /* Poll the listener once (no wait).  Returns 1 when a worker connected. */
@@ -305,11 +346,21 @@ static int accept_some(struct shard *s, int tmo_ms)
 	}
 	int i = (int)hi->index;
 	int rejoin = s->ever[i];
-	/* The newest connection of an index wins: a restarted worker replaces
-	 * its predecessor's (dead or about to be) connection. */
+	/* An index held by a live connection is refused (two workers started
+	 * with the same --task_index); a dead one is replaced: a worker
+	 * restarted after its predecessor died rejoins even before the idle
+	 * probe noticed the death. */
 	if (s->conns[i]) {
-		printf("ps %d: worker %d connected again: dropping its previous connection\n", j->task_index, i);
+		if (conn_alive(s, i)) {
+			fprintf(stderr, "ps %d: refused a second worker %d: worker %d is connected and alive "
+				"(two workers started with --task_index=%d?)\n", j->task_index, i, i, i);
+			rt_reject_status(&req, RDMAPS_E_IN_USE);
+			return 0;
+		}
+		printf("ps %d: worker %d connected again; its previous connection is dead: replacing it\n",
+		       j->task_index, i);
 		rt_conn_delete(&s->conns[i]);
+		s->probe_sent[i] = 0;
 	}
 	struct rt_grant g[4] = {
 		{ G_PS_PARAMS, s->params, params_bytes(s->n), RT_RIGHT_READ },
@@ -336,17 +387,42 @@ static int accept_some(struct shard *s, int tmo_ms)
 	return 1;
 }
 
-/* A broken connection shows as a negative rt_poll (RDMAPS_E_PEER_GONE). */
+/* A broken connection shows as a negative rt_poll (RDMAPS_E_PEER_GONE).
+ * Each probe also re-sends the last release as a signaled WRITE
+ * (idempotent: see conn_alive) and wants its completion within
+ * LIVE_CHECK_S: a peer that died without a disconnect the ps hears of (a
+ * SIGKILLed worker over rxe: measured, the ps never learned it, not even
+ * from failed unsignaled WRITEs) is dropped when it does not answer. */
 static void probe_conns(struct shard *s)
 {
 	struct rt_completion c[8];
+	double now = rdmaps_now();
 	for (int i = 0; i < s->W; i++) {
 		if (!s->conns[i])
 			continue;
+		if (!s->probe_sent[i]) {
+			int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, LIVE_WRID,
+					  RT_F_INLINE | RT_F_SIGNALED);
+			if (rc && rc != RDMAPS_E_AGAIN) {
+				drop_conn(s, i, rdmaps_strerror(rc));
+				continue;
+			}
+			if (!rc)
+				s->probe_sent[i] = now;
+		}
 		int got = rt_poll(s->conns[i], c, 8, 1), err = got < 0 ? got : 0;
-		for (int k = 0; k < got; k++)
+		for (int k = 0; k < got; k++) {
 			if (c[k].status && !err)
 				err = c[k].status; /* a failed release: the connection is broken */
+			else if (!c[k].status && c[k].wr_id == LIVE_WRID)
+				s->probe_sent[i] = 0;
+		}
+		if (!err && s->probe_sent[i] && now - s->probe_sent[i] > LIVE_CHECK_S) {
+			char why[64];
+			snprintf(why, sizeof(why), "no answer to a liveness WRITE within %.0f s", LIVE_CHECK_S);
+			drop_conn(s, i, why);
+			continue;
+		}
 		if (err)
 			drop_conn(s, i, rdmaps_strerror(err));
 	}
@@ -375,7 +451,11 @@ static void print_missing(struct shard *s, FILE *f, int sync_view)
 			continue;
 		if (!sync_view && __atomic_load_n(&s->counters[i], __ATOMIC_ACQUIRE) > s->consumed[i])
 			continue;
-		fprintf(f, " worker %d%s", i, !s->conns[i] ? (s->ever[i] ? " (disconnected)" : " (never connected)") : "");
+		fprintf(f, " worker %d%s", i,
+			s->conns[i] ? ""
+			: s->ever[i] ? " (disconnected)"
+			: s->restored ? " (not connected since this ps restarted: it may have finished before)"
+			: " (never connected)");
 	}
 }
 
@@ -394,6 +474,27 @@ static void barrier_report(struct shard *s, double waited)
 	for (int k = 0; k < 4; k++)
 		__atomic_store_n(&hdr(s)->missing[k], mask[k], __ATOMIC_RELEASE);
 	s->missing_set = 1;
+}
+
+/* No progress for --timeout: say why and whom the ps waited for; returns 1. */
+static int give_up(struct shard *s, int done, int pushing)
+{
+	const struct rdmaps_job *j = s->j;
+	if (done) {
+		fprintf(stderr, "ps %d: giving up: training ended (global step %llu, %d worker(s) finished) "
+			"but for %d s (--timeout) the others neither finished nor left:", j->task_index,
+			(unsigned long long)s->version, done, j->timeout_s);
+		for (int i = 0; i < s->W; i++)
+			if (!done_of(s, i) && !s->gone[i])
+				fprintf(stderr, " worker %d%s", i, s->ever[i] ? "" : " (never connected)");
+		fprintf(stderr, "%s\n", pushing ? " (still pushing gradients: a different --train_steps?)" : "");
+		return 1;
+	}
+	fprintf(stderr, "ps %d: giving up: no gradient and no connection for %d s (--timeout); waiting for:",
+		j->task_index, j->timeout_s);
+	print_missing(s, stderr, j->sync && hdr(s)->state == PARAMS_STATE_READY);
+	fprintf(stderr, "\n");
+	return 1;
 }
 
 /* Returns 0 (finished or stopped) or 1 (gave up after --timeout without progress). */
@@ -415,10 +516,11 @@ static int serve(struct shard *s)
 		int any = 0;
 		uint32_t ev = wake ? rt_ctx_target_events(s->ctx) : 0; /* before the scan: no lost wake-up */
 		now = rdmaps_now();
+		int accepted = 0;
 		if (now - last_accept >= ACCEPT_EVERY) {
 			last_accept = now;
 			if (accept_some(s, 0)) {
-				any = 1;
+				any = accepted = 1;
 				now = rdmaps_now();
 			}
 		}
@@ -458,7 +560,14 @@ static int serve(struct shard *s)
 			save_ckpt(s);
 		if (any) {
 			spins = 0;
-			last_progress = now;
+			/* Once a worker finished, training is over: gradients that
+			 * keep coming (a worker given a larger --train_steps, whose
+			 * releases no longer move the step) are no progress, and
+			 * --timeout bounds them too. */
+			if (!done || accepted)
+				last_progress = now;
+			else if (now - last_progress > j->timeout_s)
+				return give_up(s, done, 1);
 			continue;
 		}
 		if (wake)
@@ -474,13 +583,8 @@ static int serve(struct shard *s)
 			s->last_barrier_msg = now;
 			barrier_report(s, now - s->agg_since);
 		}
-		if (now - last_progress > j->timeout_s) {
-			fprintf(stderr, "ps %d: giving up: no gradient and no connection for %d s (--timeout); waiting for:",
-				j->task_index, j->timeout_s);
-			print_missing(s, stderr, j->sync && hdr(s)->state == PARAMS_STATE_READY);
-			fprintf(stderr, "\n");
-			return 1;
-		}
+		if (now - last_progress > j->timeout_s)
+			return give_up(s, done, 0);
 	}
 	return 0;
 }
@@ -541,11 +645,12 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.pending = calloc(s.W + 1, sizeof(*s.pending));
 	s.ever = calloc(s.W, 1);
 	s.gone = calloc(s.W, 1);
+	s.probe_sent = calloc(s.W, sizeof(*s.probe_sent));
 	s.acc = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.m = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.v = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.consumed || !s.pending ||
-	    !s.ever || !s.gone || !s.acc || !s.m || !s.v) {
+	    !s.ever || !s.gone || !s.probe_sent || !s.acc || !s.m || !s.v) {
 		fprintf(stderr, "ps %d: out of memory\n", j->task_index);
 		goto err_mem;
 	}
@@ -590,7 +695,7 @@ err_mem:
 	if (s.counters) rt_free(s.ctx, s.counters, counters_bytes(s.W));
 	if (s.mbox_src) rt_free(s.ctx, s.mbox_src, (size_t)s.W * 8);
 	free(s.slots); free(s.conns); free(s.consumed); free(s.pending);
-	free(s.ever); free(s.gone);
+	free(s.ever); free(s.gone); free(s.probe_sent);
 	free(s.acc); free(s.m); free(s.v);
 	rt_ctx_delete(&s.ctx);
 err_layout:

@@ -281,8 +281,14 @@ out:
 
 int rt_reject(struct rt_request **preq)
 {
+	return rt_reject_status(preq, RDMAPS_E_REFUSED);
+}
+
+int rt_reject_status(struct rt_request **preq, int status)
+{
 	if (!preq || !*preq)
 		return RDMAPS_OK;
+	(*preq)->reject_status = status == RDMAPS_E_IN_USE ? status : RDMAPS_E_REFUSED;
 	(*preq)->ctx->ops->reject(*preq);
 	free(*preq);
 	*preq = NULL;

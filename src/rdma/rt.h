@@ -158,8 +158,10 @@ uint16_t rt_listener_port(const struct rt_listener *lst);
 int rt_listener_delete(struct rt_listener **lst);
 
 /* Wait up to timeout_ms for a connection request.  The auth token has
- * already been checked (a wrong token is refused, logged, and not returned;
- * the wait continues).  RDMAPS_E_TIMEOUT when none arrived. */
+ * already been checked on both backends alike: the peer's token must equal
+ * ours, and "none" equals only "none" (a wrong, missing or unexpected token
+ * is refused with RDMAPS_E_AUTH, logged, and not returned; the wait
+ * continues).  RDMAPS_E_TIMEOUT when none arrived. */
 int rt_accept(struct rt_listener *lst, int timeout_ms, struct rt_request **req);
 const struct rt_hello *rt_request_hello(const struct rt_request *req);
 /* Complete the connection, granting the peer these regions. Frees req. */
@@ -167,10 +169,14 @@ int rt_accept_grant(struct rt_request **req, const struct rt_grant *grants,
 		    int ngrants, struct rt_conn **conn);
 /* Refuse the connection (peer gets RDMAPS_E_REFUSED). Frees req. */
 int rt_reject(struct rt_request **req);
+/* Refuse with a reason the peer's rt_connect returns: RDMAPS_E_REFUSED or
+ * RDMAPS_E_IN_USE (its identity is held by another live peer); any other
+ * status is sent as RDMAPS_E_REFUSED.  Frees req. */
+int rt_reject_status(struct rt_request **req, int status);
 
 /* Connect to host:port, announcing hello and granting the server grants.
  * Errors: RDMAPS_E_UNREACHABLE, RDMAPS_E_REFUSED, RDMAPS_E_AUTH,
- * RDMAPS_E_TIMEOUT, RDMAPS_E_NODEV. */
+ * RDMAPS_E_IN_USE (rt_reject_status), RDMAPS_E_TIMEOUT, RDMAPS_E_NODEV. */
 int rt_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 	       const struct rt_hello *hello, const struct rt_grant *grants,
 	       int ngrants, int timeout_ms, struct rt_conn **conn);

@@ -35,6 +35,7 @@ struct rt_listener {
 struct rt_request {
 	struct rt_ctx *ctx;
 	struct rt_hello hello;
+	int reject_status;          /* what ops->reject tells the peer: 0 = RDMAPS_E_REFUSED */
 	void *backend;
 };
 

@@ -309,10 +309,14 @@ static int pend_hello(struct rt_ctx *ctx, struct tcp_listener *tl, int i)
 		return 0;
 	}
 	memcpy(tok, ctx->token, ctx->token_len);
+	/* Equal tokens or none on both sides (docs/failure-modes.md): a token
+	 * this ps does not expect is refused like a wrong one, as on verbs. */
 	if (p->hello.token_len != ctx->token_len ||
 	    !tcp_token_equal(p->hello.token, tok, RT_TOKEN_MAX)) {
 		if (p->hello.channel == TCP_CH_OPS) /* once per attempt */
-			RDMAPS_WARN("tcp: wrong auth token from role %u index %u; refused",
+			RDMAPS_WARN("tcp: %s from role %u index %u; refused",
+				    !ctx->token_len ? "an auth token, but this side has none (no --auth_token_file),"
+				    : !p->hello.token_len ? "no auth token" : "wrong auth token",
 				    p->hello.h.role, p->hello.h.index);
 		send_setup(p->fd, RDMAPS_E_AUTH, NULL, 0, tcp_now_ms() + 100);
 		pend_drop(tl, i, 1);
@@ -478,7 +482,8 @@ static void tcp_reject(struct rt_request *req)
 
 	if (!r)
 		return;
-	send_setup(r->fd_ops, RDMAPS_E_REFUSED, NULL, 0, tcp_now_ms() + 100);
+	send_setup(r->fd_ops, req->reject_status ? req->reject_status : RDMAPS_E_REFUSED, NULL, 0,
+		   tcp_now_ms() + 100);
 	close(r->fd_ops);
 	close(r->fd_serve);
 	free(r);
@@ -577,7 +582,7 @@ static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		goto err;
 	rc = recv_setup(fa, conn, &st, deadline);
 	if (!rc && st)
-		rc = st == RDMAPS_E_AUTH || st == RDMAPS_E_REFUSED ? st : RDMAPS_E_PROTO;
+		rc = st == RDMAPS_E_AUTH || st == RDMAPS_E_REFUSED || st == RDMAPS_E_IN_USE ? st : RDMAPS_E_PROTO;
 	if (rc)
 		goto err;
 	rc = send_setup(fa, 0, table, tlen, deadline);

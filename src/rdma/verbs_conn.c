@@ -66,9 +66,12 @@ static int rej_decode(const struct rdma_cm_event *ev)
 {
 	const uint8_t *p = ev->param.conn.private_data;
 
-	if (p && ev->param.conn.private_data_len >= VERBS_REJ_LEN &&
-	    rt_get16(p) == VERBS_HELLO_MAGIC && p[3] == VERBS_REJ_AUTH)
+	if (!p || ev->param.conn.private_data_len < VERBS_REJ_LEN || rt_get16(p) != VERBS_HELLO_MAGIC)
+		return RDMAPS_E_REFUSED;
+	if (p[3] == VERBS_REJ_AUTH)
 		return RDMAPS_E_AUTH;
+	if (p[3] == VERBS_REJ_IN_USE)
+		return RDMAPS_E_IN_USE;
 	return RDMAPS_E_REFUSED;
 }
 
@@ -520,9 +523,15 @@ int verbs_accept(struct rt_listener *lst, int timeout_ms, struct rt_request *req
 			id_delete(&id);
 			continue;
 		}
-		if (ctx->token_len && !verbs_token_equal(tok, want, RT_TOKEN_MAX)) {
-			RDMAPS_WARN("verbs: connection request (role %u index %u) with a wrong "
-				    "auth token refused", h.role, h.index);
+		/* Equal tokens or none on both sides, as on tcp: a token this
+		 * side does not expect is refused too.  Tokens hold no NUL
+		 * (rt_ctx_new uses strnlen), so the zero-padded 40 bytes are
+		 * equal exactly when length and bytes are. */
+		if (!verbs_token_equal(tok, want, RT_TOKEN_MAX)) {
+			RDMAPS_WARN("verbs: connection request (role %u index %u) with %s refused",
+				    h.role, h.index,
+				    !ctx->token_len ? "an auth token, but this side has none (no --auth_token_file),"
+				    : !tok[0] ? "no auth token" : "a wrong auth token");
 			reject_id(id, VERBS_REJ_AUTH);
 			rdma_ack_cm_event(ev);
 			id_delete(&id);
@@ -622,7 +631,7 @@ void verbs_reject(struct rt_request *req)
 
 	if (!vr)
 		return;
-	reject_id(vr->id, VERBS_REJ_REFUSED);
+	reject_id(vr->id, req->reject_status == RDMAPS_E_IN_USE ? VERBS_REJ_IN_USE : VERBS_REJ_REFUSED);
 	id_delete(&vr->id);
 	channel_delete(&vr->ch);
 	free(vr);

@@ -280,7 +280,7 @@ static int read_state(struct worker *w, int p, uint64_t *state)
  * it, so a restarted worker (or a restarted ps, whose counters start at 0)
  * needs no other agreement (docs/protocol.md Q8).  The mailbox is zeroed
  * first: only the new connection's releases count. */
-static int connect_one(struct worker *w, int p, int secs)
+static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 {
 	const struct rdmaps_job *j = w->j;
 	struct wshard *sh = &w->s[p];
@@ -307,9 +307,11 @@ static int connect_one(struct worker *w, int p, int secs)
 		if (!rc)
 			break;
 		if ((rc != RDMAPS_E_REFUSED && rc != RDMAPS_E_TIMEOUT && rc != RDMAPS_E_UNREACHABLE &&
-		     rc != RDMAPS_E_PEER_GONE) || rdmaps_now() > end) {
-			fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s\n", w->me, p, j->ps_hosts[p],
-				rdmaps_strerror(rc));
+		     rc != RDMAPS_E_PEER_GONE && !(rc == RDMAPS_E_IN_USE && retry_in_use)) ||
+		    rdmaps_now() > end) {
+			fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s%s\n", w->me, p, j->ps_hosts[p],
+				rdmaps_strerror(rc),
+				rc == RDMAPS_E_IN_USE ? " (another live worker runs with this --task_index)" : "");
 			return rc;
 		}
 		usleep(pause_us);
@@ -330,7 +332,7 @@ static int connect_one(struct worker *w, int p, int secs)
 static int connect_all(struct worker *w)
 {
 	for (int p = 0; p < w->P; p++) {
-		int rc = connect_one(w, p, w->j->timeout_s);
+		int rc = connect_one(w, p, w->j->timeout_s, 0);
 		if (rc)
 			return rc;
 	}
@@ -375,6 +377,37 @@ static int wait_ready(struct worker *w, int p, int secs, int init)
 	return 0;
 }
 
+/* After ps p came back at global step now_v (a restart restores its own
+ * last checkpoint), the shards may be at different global steps: compare
+ * now_v with the version held of every other shard (what this worker last
+ * pulled there: no operation on their connections, which may have ops in
+ * flight) and say so when they are further apart than the protocol allows
+ * (sync: 1, a shard may be one update ahead; async: one update per worker
+ * in flight).  Nothing is changed: each shard goes on from its own step
+ * (docs/failure-modes.md).  Returns 1 when it reported a skew. */
+static int check_shard_steps(struct worker *w, int p, uint64_t now_v)
+{
+	uint64_t lo = now_v, hi = now_v;
+	for (int q = 0; q < w->P; q++) {
+		uint64_t v = w->s[q].held;
+		if (q == p || v == UINT64_MAX)
+			continue;
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+	}
+	if (hi - lo <= (uint64_t)(w->j->sync ? 1 : w->j->nworkers))
+		return 0;
+	fprintf(stderr, "Worker %d: the ps shards are at different global steps:", w->me);
+	for (int q = 0; q < w->P; q++) {
+		uint64_t v = q == p ? now_v : w->s[q].held;
+		if (v != UINT64_MAX)
+			fprintf(stderr, " ps %d at %llu%s", q, (unsigned long long)v, q + 1 < w->P ? "," : "");
+	}
+	fprintf(stderr, " (%llu apart: checkpoints of different steps restored); each shard goes on from its own "
+		"step, and training stops when ps 0 reaches --train_steps\n", (unsigned long long)(hi - lo));
+	return 1;
+}
+
 /* The connection to ps p failed with rc: report, reconnect within
  * --recovery_timeout, re-learn push count and state.  The version held is
  * forgotten: the next pull takes whatever the ps has now, which may be
@@ -388,7 +421,9 @@ static int recover(struct worker *w, int p, int rc)
 		rdmaps_strerror(rc), j->recovery_timeout_s);
 	rt_conn_delete(&sh->c);
 	double t0 = rdmaps_now();
-	if ((rc = connect_one(w, p, j->recovery_timeout_s)) ||
+	/* my own previous connection may still look alive to the ps for a
+	 * moment (RDMAPS_E_IN_USE): retried like a ps that is not back yet */
+	if ((rc = connect_one(w, p, j->recovery_timeout_s, 1)) ||
 	    (rc = wait_ready(w, p, j->recovery_timeout_s, 2))) {
 		fprintf(stderr, "Worker %d: ps %d did not come back within %d s (--recovery_timeout): %s\n", w->me, p,
 			j->recovery_timeout_s, rdmaps_strerror(rc));
@@ -402,6 +437,7 @@ static int recover(struct worker *w, int p, int rc)
 	printf("Worker %d: reconnected to ps %d after %.1f s: its global step is %llu (I held %lld)\n", w->me, p,
 	       rdmaps_now() - t0, (unsigned long long)now_v, was == UINT64_MAX ? -1LL : (long long)was);
 	fflush(stdout);
+	check_shard_steps(w, p, now_v);
 	return 0;
 }
 

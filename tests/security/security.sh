@@ -36,9 +36,12 @@ printf 'correct-horse-battery\n' >"$t/token"
 printf 'wrong-horse-battery\n' >"$t/bad-token"
 : >"$t/empty-token"
 
-# start_ps W STEPS: start the ps on a free port; sets ps, hosts, pids.
+# start_ps W STEPS [none]: start the ps on a free port (with the token, or
+# none); sets ps, hosts, pids.
 start_ps() {
 	W=$1; STEPS=$2
+	pstok="--auth_token_file=$t/token"
+	[ "${3:-}" = none ] && pstok="" 
 	for try in 1 2 3; do
 		port=$("$rogue" --free-port) || fail "no free port"
 		ps="$addr:$port"
@@ -47,7 +50,7 @@ start_ps() {
 		while [ $i -lt "$W" ]; do hosts="$hosts${hosts:+,}$addr:$((20000 + i))"; i=$((i + 1)); done
 		common="--ps_hosts=$ps --worker_hosts=$hosts --transport=$tr --train_steps=$STEPS --log_every=10 --timeout=60"
 		# shellcheck disable=SC2086
-		timeout 300 "$bin" --job_name=ps --task_index=0 $common --auth_token_file="$t/token" >"$t/ps.log" 2>&1 &
+		timeout 300 "$bin" --job_name=ps --task_index=0 $common $pstok >"$t/ps.log" 2>&1 &
 		pspid=$!
 		pids="$pids $pspid"
 		# listening, or failed (no device / port taken)?
@@ -131,6 +134,21 @@ auth)
 	waitfor "$pspid" "ps"
 	grep -q "ps 0: done after .*global step 2[0-9], " "$t/ps.log" || fail "ps summary: expected ~20 global steps"
 	grep "ps 0: done" "$t/ps.log"
+	# A ps WITHOUT a token refuses a worker that presents one, on both
+	# transports alike (equal tokens or none: docs/failure-modes.md).
+	mv "$t/ps.log" "$t/ps-token.log"
+	start_ps 1 5 none
+	timeout 120 "$bin" --job_name=worker --task_index=0 $common --data_dir="$data" \
+		--auth_token_file="$t/token" >"$t/unexpected.log" 2>&1
+	rc=$?
+	[ $rc -ne 0 ] || fail "a worker with a token was accepted by a ps without one"
+	[ $rc -ne 124 ] || fail "a worker with a token hung against a ps without one (timeout)"
+	grep -q "authentication refused" "$t/unexpected.log" || fail "worker with an unexpected token: no 'authentication refused' message"
+	echo "  ps without a token, worker 0 with one: exit $rc: $(grep 'authentication refused' "$t/unexpected.log" | head -1)"
+	grep -q "auth token, but this side has none" "$t/ps.log" || fail "the tokenless ps did not log the refused token"
+	grep "auth token, but this side has none" "$t/ps.log" | head -1 | sed 's/^/  ps: /'
+	kill "$pspid" 2>/dev/null
+	wait "$pspid" 2>/dev/null
 	;;
 *) echo "usage: security.sh BIN ROGUE TRANSPORT DATA_DIR rogue|auth"; exit 2 ;;
 esac

@@ -10,6 +10,21 @@
 #   ps_restart     (c) sync, --logdir, --save_model_secs=1: kill the ps, restart
 #                  it: it restores, the workers reconnect, the job completes at
 #                  --train_steps, and at most the steps since the last save are lost
+#   duplicate      sync, R=W=2: a second live worker 1 is refused (it exits
+#                  non-zero naming the reason, the ps logs it, training goes
+#                  on); then worker 1 is killed and restarted at once: the
+#                  restart rejoins and the job completes
+#   ps_skew        2 ps, sync, --logdir: kill ps 1 some steps after its save,
+#                  restart it: the shards now hold different global steps;
+#                  every worker that sees them more than 1 apart says so
+#                  (and none says so when they are not); the job completes
+#   finished_early sync, R=W=2, worker 0 given --train_steps=100 and worker 1
+#                  100000, so that worker 0 finishes while worker 1 still
+#                  trains.  (A) the ps gives up after --timeout (the step no
+#                  longer moves) and worker 1 after --recovery_timeout, both
+#                  exit 1 naming why; (B) the same, the ps killed after worker 0
+#                  finished and restarted: it restores, worker 1 rejoins, the
+#                  ps names worker 0 as missing, both exit 1 within the bounds
 #   ckpt_restore   --logdir through `rdmaps launch`: clean start said, restore,
 #                  a corrupt newest file named and the previous one used, a
 #                  mismatched model named and a clean start, a bad logdir an error
@@ -75,15 +90,16 @@ wait_exit() {
 	unset "pid[$1]"
 }
 
-read -r -a ports <<<"$(free_ports 4)" || fail "no free ports"
-[ ${#ports[@]} -eq 4 ] || fail "no free ports"
+read -r -a ports <<<"$(free_ports 6)" || fail "no free ports"
+[ ${#ports[@]} -eq 6 ] || fail "no free ports"
 nps=1
-# start NAME JOB INDEX NWORKERS LOG [extra flags]
+# start NAME JOB INDEX NWORKERS LOG [extra flags]  ($nps ps tasks)
 start() {
 	local name=$1 job=$2 idx=$3 nw=$4 log=$5; shift 5
-	local wk="127.0.0.1:${ports[1]}"
-	for ((k = 1; k < nw; k++)); do wk="$wk,127.0.0.1:${ports[$((k + 1))]}"; done
-	"$bin" --job_name="$job" --task_index="$idx" --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="$wk" \
+	local ph="127.0.0.1:${ports[0]}" wk="127.0.0.1:${ports[$nps]}"
+	for ((k = 1; k < nps; k++)); do ph="$ph,127.0.0.1:${ports[$k]}"; done
+	for ((k = 1; k < nw; k++)); do wk="$wk,127.0.0.1:${ports[$((nps + k))]}"; done
+	"$bin" --job_name="$job" --task_index="$idx" --ps_hosts="$ph" --worker_hosts="$wk" \
 		--transport=tcp --data_dir="$data" --sync_replicas=True --log_every=10 --timeout=90 "$@" \
 		>"$dir/$log.log" 2>&1 &
 	pid[$name]=$!
@@ -112,7 +128,8 @@ worker_backup)
 	;;
 worker_rejoin)
 	steps=300
-	f=(--train_steps=$steps --barrier_timeout=2)
+	# >= 0.9 s of training (3 ms per step on worker 0): the kill comes before the end
+	f=(--train_steps=$steps --barrier_timeout=2 --straggler_task=0 --straggler_delay_ms=3)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_step "$dir/w1.log" 50 120 || fail "worker 1 did not reach global step 50"
@@ -139,6 +156,129 @@ worker_rejoin)
 	first=$(sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$dir/w1b.log" | head -1)
 	echo "  the restarted worker 1 began at global step ${first:-?}"
 	grep -h "rejoined\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	;;
+duplicate)
+	# the duplicate must find the job running: worker 0 sleeps 5 ms per step
+	# (--straggler_delay_ms), so the 1500 steps take >= 7.5 s however fast
+	steps=1500
+	f=(--train_steps=$steps --straggler_task=0 --straggler_delay_ms=5)
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	wait_step "$dir/w1.log" 30 120 || fail "worker 1 did not reach global step 30"
+	start dup worker 1 2 dup "${f[@]}"
+	wait_exit dup 60
+	[ "$st" -ne 0 ] || fail "the second live worker 1 exited 0"
+	grep -q "Worker 1: cannot connect to ps 0 at .*: task index already in use" "$dir/dup.log" \
+		|| fail "the second worker 1 did not name the reason"
+	grep -q "ps 0: refused a second worker 1: worker 1 is connected and alive" "$dir/ps0.log" \
+		|| fail "the ps did not log the refused duplicate"
+	echo "  second worker 1: exit $st: $(grep '^Worker 1: .*already in use' "$dir/dup.log")"
+	echo "  $(grep 'refused a second' "$dir/ps0.log")"
+	kill -0 "${pid[w1]}" 2>/dev/null || fail "the first worker 1 died"
+	# the first keeps training: it makes progress after the refusal
+	at=$(last_step "$dir/w1.log")
+	wait_step "$dir/w1.log" $((at + 20)) 120 || fail "worker 1 stopped training after the refused duplicate"
+	# killed and restarted at once (no wait for the ps to notice): it rejoins
+	kill -9 "${pid[w1]}"; wait "${pid[w1]}" 2>/dev/null; unset "pid[w1]"
+	killed_at=$(last_step "$dir/w1.log")
+	[ "$killed_at" -lt $steps ] || fail "worker 1 was killed after the end"
+	start w1b worker 1 2 w1b "${f[@]}"
+	for t in w1b w0 ps0; do
+		wait_exit $t 180
+		[ "$st" -eq 0 ] || fail "$t exited $st"
+	done
+	grep -q "ps 0: worker 1 rejoined" "$dir/ps0.log" || fail "the restarted worker 1 did not rejoin"
+	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
+	for l in w0 w1b; do grep -q "validation cross entropy" "$dir/$l.log" || fail "$l did not finish"; done
+	grep -h "lost worker\|connected again\|rejoined\|done after" "$dir"/ps0.log | sed 's/^/  /'
+	;;
+ps_skew)
+	steps=1500; nps=2
+	# >= 7.5 s of training (5 ms per step on worker 0): a save every 2 s falls inside
+	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=2 --recovery_timeout=60
+		--straggler_task=0 --straggler_delay_ms=5)
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	start ps1 ps 1 2 ps1 "${f[@]}"
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	wait_for "$dir/ps1.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 120 \
+		|| fail "ps 1 saved no checkpoint within 120 s"
+	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps1.log" | tail -1)
+	wait_step "$dir/w0.log" $((saved + 30)) 120 || fail "training did not go on after the save"
+	kill -9 "${pid[ps1]}"; wait "${pid[ps1]}" 2>/dev/null; unset "pid[ps1]"
+	echo "  killed ps 1 (SIGKILL) at global step >= $(last_step "$dir/w0.log"); its last checkpoint: $(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps1.log" | tail -1)"
+	# the worker that next touches shard 1 notices (the other may be waiting
+	# for shard 0, which waits for that worker's gradient)
+	end=$((SECONDS + 60))
+	until grep -q "Worker [01]: lost ps 1" "$dir/w0.log" "$dir/w1.log"; do
+		[ $SECONDS -ge $end ] && fail "no worker reported the lost ps 1"
+		sleep 0.1
+	done
+	start ps1b ps 1 2 ps1b "${f[@]}"
+	for t in w0 w1 ps0 ps1b; do
+		wait_exit $t 240
+		[ "$st" -eq 0 ] || fail "$t exited $st"
+	done
+	grep -q "ps 1: restored checkpoint .*shard-1-step-" "$dir/ps1b.log" || fail "the restarted ps 1 restored nothing"
+	grep -q "global step $steps, " "$dir/ps0.log" || fail "ps 0 did not end at global step $steps"
+	nskew=0
+	for i in 0 1; do
+		line=$(grep "Worker $i: reconnected to ps 1" "$dir/w$i.log") || fail "worker $i did not reconnect to ps 1"
+		now_v=$(sed -n 's/.*its global step is \([0-9]*\) (I held \(-*[0-9]*\)).*/\1/p' <<<"$line")
+		held=$(sed -n 's/.*its global step is \([0-9]*\) (I held \(-*[0-9]*\)).*/\2/p' <<<"$line")
+		if [ $((held - now_v)) -gt 1 ]; then
+			grep -q "Worker $i: the ps shards are at different global steps: ps 0 at [0-9]*, ps 1 at $now_v " \
+				"$dir/w$i.log" || fail "worker $i: ps 1 came back at $now_v (it held $held) and no skew was reported"
+			nskew=$((nskew + 1))
+		elif grep -q "different global steps" "$dir/w$i.log"; then
+			fail "worker $i reported a skew, but ps 1 came back at $now_v and it held $held"
+		fi
+	done
+	[ $nskew -gt 0 ] || fail "the kill landed right after a save: no skew to report (ps 1 restored within 1 step)"
+	grep -h "restored\|different global steps\|reconnected to\|done after" "$dir"/*.log | sed 's/^/  /'
+	;;
+finished_early)
+	f=(--logdir="$dir/ckpt" --save_model_secs=1 --timeout=5 --barrier_timeout=2 --recovery_timeout=5)
+	for phase in A B; do
+		rm -rf "$dir/ckpt"
+		start ps0$phase ps 0 2 ps0$phase "${f[@]}"
+		start w0$phase worker 0 2 w0$phase "${f[@]}" --train_steps=100
+		start w1$phase worker 1 2 w1$phase "${f[@]}" --train_steps=100000
+		wait_exit w0$phase 120
+		[ "$st" -eq 0 ] || fail "($phase) worker 0 exited $st"
+		grep -q "validation cross entropy" "$dir/w0$phase.log" || fail "($phase) worker 0 did not finish"
+		t0=$SECONDS
+		if [ $phase = A ]; then
+			wait_exit ps0A 30
+			[ "$st" -eq 1 ] || fail "(A) the ps exited $st, expected 1"
+			grep -Eq "ps 0: giving up: training ended \(global step 100, 1 worker\(s\) finished\) but for 5 s \(--timeout\) the others neither finished nor left: worker 1( |$)" \
+				"$dir/ps0A.log" || fail "(A) the ps did not say why it gave up"
+			wait_exit w1A 30
+			[ "$st" -eq 1 ] || fail "(A) worker 1 exited $st, expected 1"
+			grep -q "Worker 1: ps 0 did not come back within 5 s (--recovery_timeout)" "$dir/w1A.log" \
+				|| fail "(A) worker 1 did not say why it stopped"
+			echo "  (A) after worker 0 finished: ps and worker 1 exited 1 within $((SECONDS - t0)) s"
+			grep -h "giving up\|did not come back" "$dir"/ps0A.log "$dir"/w1A.log | sed 's/^/    /'
+		else
+			# a checkpoint to restore: the step stopped moving, one comes within 1 s
+			wait_for "$dir/ps0B.log" "saved checkpoint" 30 || fail "(B) the ps saved no checkpoint"
+			kill -9 "${pid[ps0B]}"; wait "${pid[ps0B]}" 2>/dev/null; unset "pid[ps0B]"
+			start ps0C ps 0 2 ps0C "${f[@]}"
+			wait_exit ps0C 40
+			[ "$st" -eq 1 ] || fail "(B) the restarted ps exited $st, expected 1"
+			grep -q "ps 0: restored checkpoint" "$dir/ps0C.log" || fail "(B) the restarted ps restored nothing"
+			grep -q "ps 0: barrier timeout: .*missing: worker 0 (not connected since this ps restarted" "$dir/ps0C.log" \
+				|| fail "(B) the restarted ps did not name worker 0 as missing"
+			grep -q "ps 0: giving up: no gradient and no connection for 5 s (--timeout); waiting for: worker 0 (not connected since this ps restarted" \
+				"$dir/ps0C.log" || fail "(B) the restarted ps did not say why it gave up"
+			wait_exit w1B 30
+			[ "$st" -eq 1 ] || fail "(B) worker 1 exited $st, expected 1"
+			grep -q "Worker 1: reconnected to ps 0" "$dir/w1B.log" || fail "(B) worker 1 did not reconnect"
+			grep -q "Worker 1: ps 0 did not come back within 5 s\|Worker 1: no release from ps 0 within 5 s" "$dir/w1B.log" \
+				|| fail "(B) worker 1 did not say why it stopped"
+			echo "  (B) ps killed after worker 0 finished, restarted: both exited 1 within $((SECONDS - t0)) s"
+			grep -h "restored\|giving up\|did not come back\|no release" "$dir"/ps0C.log "$dir"/w1B.log | sed 's/^/    /'
+		fi
+	done
 	;;
 ps_restart)
 	steps=4000 # long enough to outlast a 1 s save interval (800 steps took 0.7 s)
@@ -208,6 +348,6 @@ ckpt_restore)
 	grep -q "logdir" "$dir/r5.log" || fail "no message for --logdir=a file"
 	grep -h "starting clean\|restored\|skipping" "$dir"/r*.log | sed 's/^/  /'
 	;;
-*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|ps_restart|ckpt_restore"; exit 2 ;;
+*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ps_skew|finished_early|ckpt_restore"; exit 2 ;;
 esac
 echo "PASSED: $case"

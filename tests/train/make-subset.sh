@@ -1,7 +1,9 @@
 #!/bin/sh
-# make-subset.sh SRC DST: the MNIST files (all 60000 training, 10000 test images) as
-# valid gzipped IDX files.  Without SRC it makes nothing (the tests skip).
-src=$1; dst=$2
+# make-subset.sh SRC DST [NTRAIN [NTEST]]: the first NTRAIN training (default
+# all 60000; more than 5000: the validation split) and NTEST test (default
+# 10000) MNIST images as valid gzipped IDX files.  Without SRC it makes
+# nothing (the tests skip).
+src=$1; dst=$2; ntr=${3:-60000}; nte=${4:-10000}
 mkdir -p "$dst"
 [ -e "$src/train-images-idx3-ubyte" ] || { echo "make-subset: no $src, tests will skip"; : >"$dst/.none"; touch "$dst/train-images-idx3-ubyte.gz.absent"; exit 0; }
 cut() { # file magic n rowbytes out
@@ -9,7 +11,7 @@ cut() { # file magic n rowbytes out
 	  if [ "$4" -gt 1 ]; then printf '\000\000\000\034\000\000\000\034'; tail -c +17 "$1" | head -c $(( $3 * $4 ));
 	  else tail -c +9 "$1" | head -c "$3"; fi; } | gzip -1 >"$5"
 }
-cut "$src/train-images-idx3-ubyte" '\000\000\010\003' 60000 784 "$dst/train-images-idx3-ubyte.gz"
-cut "$src/train-labels-idx1-ubyte" '\000\000\010\001' 60000 1 "$dst/train-labels-idx1-ubyte.gz"
-cut "$src/t10k-images-idx3-ubyte" '\000\000\010\003' 10000 784 "$dst/t10k-images-idx3-ubyte.gz"
-cut "$src/t10k-labels-idx1-ubyte" '\000\000\010\001' 10000 1 "$dst/t10k-labels-idx1-ubyte.gz"
+cut "$src/train-images-idx3-ubyte" '\000\000\010\003' "$ntr" 784 "$dst/train-images-idx3-ubyte.gz"
+cut "$src/train-labels-idx1-ubyte" '\000\000\010\001' "$ntr" 1 "$dst/train-labels-idx1-ubyte.gz"
+cut "$src/t10k-images-idx3-ubyte" '\000\000\010\003' "$nte" 784 "$dst/t10k-images-idx3-ubyte.gz"
+cut "$src/t10k-labels-idx1-ubyte" '\000\000\010\001' "$nte" 1 "$dst/t10k-labels-idx1-ubyte.gz"

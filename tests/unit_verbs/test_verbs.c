@@ -288,6 +288,14 @@ static void test_connect_rejected(void **state)
 	assert_int_equal(do_connect(200), RDMAPS_E_REFUSED);
 	assert_all_freed();
 
+	setup(NULL); /* the index is held by a live peer (rt_reject_status) */
+	mock_k.connect_event = RDMA_CM_EVENT_REJECTED;
+	memcpy(mock_k.rej_data, app, 4);
+	mock_k.rej_data[3] = VERBS_REJ_IN_USE;
+	mock_k.rej_len = 4;
+	assert_int_equal(do_connect(200), RDMAPS_E_IN_USE);
+	assert_all_freed();
+
 	setup(NULL); /* no listener: REJECTED without our private data */
 	mock_k.connect_event = RDMA_CM_EVENT_REJECTED;
 	assert_int_equal(do_connect(200), RDMAPS_E_REFUSED);
@@ -555,6 +563,32 @@ static void test_accept_wrong_token_logged_and_refused(void **state)
 	assert_all_freed();
 }
 
+/* A side without a token refuses a peer that presents one, as the tcp
+ * backend does (equal tokens or none on both sides); no token is accepted. */
+static void test_accept_unexpected_token_refused(void **state)
+{
+	struct rt_listener lst = { .ctx = &ctx };
+	struct rt_request req = { .ctx = &ctx };
+
+	(void)state;
+	assert_int_equal(ctx.token_len, 0);
+	assert_int_equal(rt_verbs_ops.listen(&ctx, "127.0.0.1", 0, &lst), 0);
+	queue_request(&lst, "secret", 0);
+	assert_int_equal(rt_verbs_ops.accept(&lst, 30, &req), RDMAPS_E_TIMEOUT);
+	assert_int_equal(mock_c.rejects, 1);
+	assert_int_equal(mock_c.last_reject[3], VERBS_REJ_AUTH);
+	queue_request(&lst, NULL, 0);
+	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	assert_int_equal(mock_c.rejects, 1);
+	/* a refusal with a reason: the index is in use */
+	req.reject_status = RDMAPS_E_IN_USE;
+	rt_verbs_ops.reject(&req);
+	assert_int_equal(mock_c.rejects, 2);
+	assert_int_equal(mock_c.last_reject[3], VERBS_REJ_IN_USE);
+	rt_verbs_ops.listener_fini(&lst);
+	assert_all_freed();
+}
+
 static void test_accept_grant(void **state)
 {
 	struct rt_listener lst = { .ctx = &ctx };
@@ -619,6 +653,7 @@ int main(void)
 		cmocka_unit_test_setup(test_long_wait_sleeps_on_channel, setup),
 		cmocka_unit_test_setup(test_accept_token, setup),
 		cmocka_unit_test_setup(test_accept_wrong_token_logged_and_refused, setup),
+		cmocka_unit_test_setup(test_accept_unexpected_token_refused, setup),
 		cmocka_unit_test_setup(test_accept_grant, setup),
 	};
 

@@ -1,0 +1,173 @@
+#!/bin/sh
+# Kill-and-restart tests in POSIX sh, so that they also run under busybox in
+# the SoftRoCE VM (the rdma tier): the verbs twins of kill.sh's two most
+# valuable cases, small enough for the VM's time budget (few steps, a
+# 6000-image MNIST cut).  Tasks are started by hand with TensorFlow's flags;
+# every wait is bounded and waits for printed lines, never a fixed time.
+# usage: kill_posix.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
+#   worker_backup  sync, R=2 of W=3: kill -9 worker 2 mid-run; the ps names
+#                  it, the job completes at --train_steps, all others exit 0
+#   ps_restart     sync, W=2, --logdir, --save_model_secs=1: kill -9 the ps
+#                  after a checkpoint, restart it: it restores, the workers
+#                  report the loss and reconnect, the job completes at
+#                  --train_steps, at most the steps since the last save lost
+# Env: RDMAPS_KILL_STEPS (default 40; on the host's fast tcp use more).
+# Address: 127.0.0.1 for tcp; RDMAPS_RDMA_ADDR (default 127.0.0.1) for rdma.
+# Exit 0 pass, 1 fail, 77 skipped (no MNIST, or no RDMA device).
+bin=$1; tr=$2; data=$3; case=$4
+steps=${RDMAPS_KILL_STEPS:-40}
+addr=127.0.0.1
+[ "$tr" = rdma ] && addr=${RDMAPS_RDMA_ADDR:-127.0.0.1}
+if [ ! -e "$data/train-images-idx3-ubyte" ] && [ ! -e "$data/train-images-idx3-ubyte.gz" ]; then
+	echo "SKIPPED: no MNIST in $data"; exit 77
+fi
+dir=${TMPDIR:-/tmp}/rdmaps-killp-$$-$case
+rm -rf "$dir"
+mkdir -p "$dir" || exit 1
+cleanup() {
+	for f in "$dir"/*.pid; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	for f in "$dir"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f") (last 25 lines)"; tail -25 "$f"; }; done
+	exit 1
+}
+now() { date +%s; }
+
+# start NAME JOB INDEX NWORKERS [flags]: a task in the background, through a
+# subshell that records its pid (NAME.pid) and, once it ended, its exit
+# status (NAME.rc): no reliance on the shell reaping background children.
+start() {
+	n_=$1; j_=$2; i_=$3; nw_=$4; shift 4
+	wk_=""; k_=0
+	while [ $k_ -lt "$nw_" ]; do wk_="$wk_${wk_:+,}$addr:$((port + 1 + k_))"; k_=$((k_ + 1)); done
+	rm -f "$dir/$n_.pid" "$dir/$n_.rc"
+	(
+		"$bin" --job_name="$j_" --task_index="$i_" --ps_hosts="$addr:$port" --worker_hosts="$wk_" \
+			--transport="$tr" --data_dir="$data" --sync_replicas=True --log_every=1 --timeout=60 "$@" \
+			>"$dir/$n_.log" 2>&1 &
+		echo $! >"$dir/$n_.pid.tmp"
+		mv "$dir/$n_.pid.tmp" "$dir/$n_.pid"
+		wait $!
+		echo $? >"$dir/$n_.rc.tmp"
+		mv "$dir/$n_.rc.tmp" "$dir/$n_.rc"
+	) &
+	until [ -s "$dir/$n_.pid" ]; do sleep 0.05; done
+}
+kill9() { kill -9 "$(cat "$dir/$1.pid")"; }
+# wait_exit NAME SECS: until the task ended; its exit status in $st
+wait_exit() {
+	end_=$(($(now) + $2))
+	until [ -s "$dir/$1.rc" ]; do
+		[ "$(now)" -ge $end_ ] && fail "$1 still running after $2 s"
+		sleep 0.2
+	done
+	st=$(cat "$dir/$1.rc")
+	rm -f "$dir/$1.pid"
+}
+# wait_for FILE REGEX SECS [FROM]: until a line (from line FROM on) matches
+wait_for() {
+	end_=$(($(now) + $3))
+	until tail -n +"${4:-1}" "$1" 2>/dev/null | grep -Eq "$2"; do
+		[ "$(now)" -ge $end_ ] && return 1
+		sleep 0.2
+	done
+}
+# last global step a worker printed (-1 if none)
+last_step() {
+	s_=$(sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$1" 2>/dev/null | tail -1)
+	echo "${s_:--1}"
+}
+# wait_step FILE MIN SECS: until the worker printed a global step >= MIN
+wait_step() {
+	end_=$(($(now) + $3))
+	until [ "$(last_step "$1")" -ge "$2" ]; do
+		[ "$(now)" -ge $end_ ] && return 1
+		sleep 0.2
+	done
+}
+# start_ps NAME NWORKERS [flags]: the first ps, on a free port (3 tries);
+# exits 77 when the transport has no device
+start_ps() {
+	sn_=$1; snw_=$2; shift 2
+	for try_ in 1 2 3; do
+		port=$((20000 + ($$ * 7 + try_ * 1009) % 30000))
+		start "$sn_" ps 0 "$snw_" "$@"
+		wait_for "$dir/$sn_.log" "listening on|cannot listen|no active RDMA device|built without the verbs" 60 \
+			|| fail "the ps neither listened nor failed within 60 s"
+		if grep -q "no active RDMA device\|built without the verbs" "$dir/$sn_.log"; then
+			echo "SKIPPED: no RDMA device"; exit 77
+		fi
+		grep -q "listening on" "$dir/$sn_.log" && return 0
+		wait_exit "$sn_" 30
+	done
+	fail "the ps could not listen on 3 ports"
+}
+
+case $case in
+worker_backup)
+	f="--replicas_to_aggregate=2 --train_steps=$steps"
+	# shellcheck disable=SC2086
+	start_ps ps0 3 $f
+	# shellcheck disable=SC2086
+	for i in 0 1 2; do start w$i worker $i 3 $f; done
+	wait_step "$dir/w2.log" 3 240 || fail "worker 2 did not reach global step 3"
+	kill9 w2
+	wait_exit w2 30
+	killed_at=$(last_step "$dir/w2.log")
+	echo "  killed worker 2 (SIGKILL) at global step $killed_at"
+	[ "$killed_at" -lt "$steps" ] || fail "worker 2 was killed after the end: not a mid-run kill"
+	for t in w0 w1 ps0; do
+		wait_exit $t 240
+		[ "$st" -eq 0 ] || fail "$t exited $st"
+	done
+	grep -q "ps 0: lost worker 2" "$dir/ps0.log" || fail "the ps did not notice worker 2 was gone"
+	grep -q "ps 0: worker 2 left without finishing" "$dir/ps0.log" || fail "the ps did not report worker 2 as unfinished"
+	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
+	for i in 0 1; do grep -q "validation cross entropy" "$dir/w$i.log" || fail "worker $i did not finish"; done
+	grep -h "transport\|lost worker\|left without\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	;;
+ps_restart)
+	f="--train_steps=$steps --logdir=$dir/ckpt --save_model_secs=1 --recovery_timeout=90"
+	# shellcheck disable=SC2086
+	start_ps ps0 2 $f
+	# shellcheck disable=SC2086
+	for i in 0 1; do start w$i worker $i 2 $f; done
+	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 240 \
+		|| fail "the ps saved no checkpoint within 240 s"
+	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0.log" | tail -1)
+	wait_step "$dir/w0.log" $((saved + 2)) 240 || fail "training did not go on after the save"
+	kill9 ps0
+	wait_exit ps0 30
+	# what was saved and reached before the kill (the ps is dead: no more lines)
+	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0.log" | tail -1)
+	g0=$(last_step "$dir/w0.log"); g1=$(last_step "$dir/w1.log")
+	reached=$g0; [ "$g1" -gt "$reached" ] && reached=$g1
+	echo "  killed the ps (SIGKILL) at global step >= $reached; its last checkpoint: global step $saved"
+	[ "$reached" -lt "$steps" ] || fail "the ps was killed after the end"
+	wait_for "$dir/w0.log" "Worker 0: lost ps 0" 120 || fail "worker 0 did not report the lost ps"
+	# shellcheck disable=SC2086
+	start ps0b ps 0 2 $f
+	for t in w0 w1 ps0b; do
+		wait_exit $t 240
+		[ "$st" -eq 0 ] || fail "$t exited $st"
+	done
+	restored=$(sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0b.log")
+	[ -n "$restored" ] || fail "the restarted ps restored no checkpoint"
+	[ "$restored" -ge "$saved" ] || fail "restored global step $restored, but $saved was saved before the kill"
+	lost=$((reached - restored))
+	[ "$lost" -ge 0 ] || fail "restored global step $restored is beyond the $reached reached"
+	echo "  restored global step $restored; steps lost: $lost (all made after the last checkpoint)"
+	for i in 0 1; do
+		grep -q "Worker $i: reconnected to ps 0" "$dir/w$i.log" || fail "worker $i did not report reconnecting"
+		grep -q "validation cross entropy" "$dir/w$i.log" || fail "worker $i did not finish"
+	done
+	grep -q "global step $steps, " "$dir/ps0b.log" || fail "final global step is not $steps"
+	grep -h "transport\|lost ps\|reconnected\|restored\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	;;
+*) echo "usage: kill_posix.sh BIN TRANSPORT DATA_DIR worker_backup|ps_restart"; exit 2 ;;
+esac
+echo "PASSED: $case over $tr"
