@@ -631,10 +631,22 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	struct rt_ctx_cfg cc = { .kind = j->transport, .bind_host = host, .timeout_ms = j->timeout_s * 1000,
 				 .auth_token = j->token, .numa_node = -1,
 				 /* the idle loop waits for FETCH_ADDs (ready_seq, done) only */
-				 .target_events = RT_EV_ATOMIC };
+				 .target_events = RT_EV_ATOMIC,
+				 /* locality (issue 2): the TCP progress thread and this
+				  * thread (which polls, aggregates and applies) run on
+				  * the CPUs near the RDMA device; with one NUMA node or
+				  * no device known that is every allowed CPU. */
+				 .pin_progress = 1 };
 	if ((rc = rt_ctx_new(&cc, &s.ctx))) {
 		fprintf(stderr, "ps %d: transport: %s\n", j->task_index, rdmaps_strerror(rc));
 		goto err_layout;
+	}
+	{
+		char cpus[256];
+		if (rt_pin_thread(s.ctx) == RDMAPS_OK && rt_ctx_cpulist(s.ctx, cpus, sizeof(cpus)) == RDMAPS_OK)
+			printf("ps %d: locality: CPUs %s for polling and applying\n", j->task_index, cpus);
+		else /* not fatal: the ps runs where the scheduler puts it */
+			fprintf(stderr, "ps %d: warning: could not pin to the CPUs near the device\n", j->task_index);
 	}
 	s.params = rt_alloc(s.ctx, params_bytes(s.n));
 	s.counters = rt_alloc(s.ctx, counters_bytes(s.W));
