@@ -131,8 +131,9 @@ static void mom_op(float *restrict wo, const float *restrict wi, const float *re
  * apply"), so it gets a second, AVX-512 build picked at run time by the CPU
  * (GCC function multi-versioning through an ifunc): lanes are independent,
  * so both builds give the same floats.  Measured on the 2-core EPYC of CI:
- * about 15% faster on a cache-resident 79,510-float shard. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * about 15% faster on a cache-resident 79,510-float shard.  Off with
+ * -DRDMAPS_NO_CLONES (the TSan build: ifunc resolvers crash under TSan). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(RDMAPS_NO_CLONES)
 #define ADAM_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
 #else
 #define ADAM_CLONES
