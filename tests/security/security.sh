@@ -36,6 +36,24 @@ printf 'correct-horse-battery\n' >"$t/token"
 printf 'wrong-horse-battery\n' >"$t/bad-token"
 : >"$t/empty-token"
 
+# Background processes run under a time limit.  GNU timeout, when killed,
+# forwards the signal and then SIGCONT to its whole process group; under
+# ASan that SIGCONT can land while LeakSanitizer's exit-time tracer is
+# stopping the threads and cancel its SIGSTOP, and the tracer then waits
+# forever (seen as a 400 s ctest timeout of security_tcp_auth, 1 run in
+# ~20).  --foreground sends no SIGCONT.  Busybox timeout (in the VM) has
+# no --foreground and needs none: there $! is the program itself.
+if timeout --foreground 5 true 2>/dev/null; then tmo="timeout --foreground"; else tmo=timeout; fi
+
+# stop PID: SIGTERM and wait at most 30 s for it to exit.
+stop() {
+	kill "$1" 2>/dev/null
+	n=0
+	while kill -0 "$1" 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+	kill -0 "$1" 2>/dev/null && { kill -9 "$1" 2>/dev/null; fail "pid $1 did not exit within 30 s of SIGTERM"; }
+	wait "$1" 2>/dev/null
+}
+
 # start_ps W STEPS [none]: start the ps on a free port (with the token, or
 # none); sets ps, hosts, pids.
 start_ps() {
@@ -50,7 +68,7 @@ start_ps() {
 		while [ $i -lt "$W" ]; do hosts="$hosts${hosts:+,}$addr:$((20000 + i))"; i=$((i + 1)); done
 		common="--ps_hosts=$ps --worker_hosts=$hosts --transport=$tr --train_steps=$STEPS --log_every=10 --timeout=60"
 		# shellcheck disable=SC2086
-		timeout 300 "$bin" --job_name=ps --task_index=0 $common $pstok >"$t/ps.log" 2>&1 &
+		$tmo 300 "$bin" --job_name=ps --task_index=0 $common $pstok >"$t/ps.log" 2>&1 &
 		pspid=$!
 		pids="$pids $pspid"
 		# listening, or failed (no device / port taken)?
@@ -73,7 +91,7 @@ start_ps() {
 # worker I TOKENARGS LOG: start honest worker I in the background
 worker() {
 	# shellcheck disable=SC2086
-	timeout 300 "$bin" --job_name=worker --task_index="$1" $common --data_dir="$data" $2 >"$t/$3" 2>&1 &
+	$tmo 300 "$bin" --job_name=worker --task_index="$1" $common --data_dir="$data" $2 >"$t/$3" 2>&1 &
 	eval "wpid_$1=\$!"
 	pids="$pids $!"
 }
@@ -147,8 +165,7 @@ auth)
 	echo "  ps without a token, worker 0 with one: exit $rc: $(grep 'authentication refused' "$t/unexpected.log" | head -1)"
 	grep -q "auth token, but this side has none" "$t/ps.log" || fail "the tokenless ps did not log the refused token"
 	grep "auth token, but this side has none" "$t/ps.log" | head -1 | sed 's/^/  ps: /'
-	kill "$pspid" 2>/dev/null
-	wait "$pspid" 2>/dev/null
+	stop "$pspid"
 	;;
 *) echo "usage: security.sh BIN ROGUE TRANSPORT DATA_DIR rogue|auth"; exit 2 ;;
 esac
