@@ -240,9 +240,15 @@ finished_early)
 	f=(--logdir="$dir/ckpt" --save_model_secs=1 --timeout=5 --barrier_timeout=2 --recovery_timeout=5)
 	for phase in A B; do
 		rm -rf "$dir/ckpt"
-		start ps0$phase ps 0 2 ps0$phase "${f[@]}"
+		# The workers first, the ps once both have loaded their data and
+		# are connecting: with --timeout=5 a ps started first gives up on
+		# workers still loading MNIST (seen under TSan on 2 busy cores),
+		# and they then find no ps.
 		start w0$phase worker 0 2 w0$phase "${f[@]}" --train_steps=100
 		start w1$phase worker 1 2 w1$phase "${f[@]}" --train_steps=100000
+		wait_for "$dir/w0$phase.log" "Initializing session" 120 || fail "($phase) worker 0 did not start"
+		wait_for "$dir/w1$phase.log" "Waiting for session" 120 || fail "($phase) worker 1 did not start"
+		start ps0$phase ps 0 2 ps0$phase "${f[@]}"
 		wait_exit w0$phase 120
 		[ "$st" -eq 0 ] || fail "($phase) worker 0 exited $st"
 		grep -q "validation cross entropy" "$dir/w0$phase.log" || fail "($phase) worker 0 did not finish"
