@@ -36,12 +36,17 @@ sync)
 		|| fail "ps summary: expected 200 updates from 400 gradients"
 	;;
 async)
-	# The target is 1000; measured here 1120-1590 with 2 workers (one worker: 810-920):
-	# this asserts learning (initial ~11500) and the step count, not the target.
+	# The target is 1000 (not met: docs/protocol.md Q5). This asserts
+	# learning (initial ~11500) and the step count, not the target.  Async CE
+	# has a long tail: 60 runs on 2 busy cores (2026-12-03), 120 worker values:
+	# min 870, p50 1091, p95 1653, max 3372, 4 above 2000 (the old bound, which
+	# failed a CI run at 2864); TF async simulated with exactly 1 step of
+	# staleness (bench/step/async_sim.py, seeds 1-60) already reaches 1969.
+	# Hence 5000, under half the initial value.
 	timeout 600 "$bin" launch --ps=1 --workers=2 --transport="$tr" \
 		--data_dir="$data" --train_steps=200 --log_every=50 --timeout=60 >"$out" 2>&1 \
 		|| fail "launch exited non-zero"
-	check_ce 2000 2
+	check_ce 5000 2
 	grep -q "global step 20[0-9], " "$out" || fail "ps summary: expected ~200 global steps"
 	;;
 backup)
