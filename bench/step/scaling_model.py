@@ -213,8 +213,8 @@ def tables(out, fl):
           "shared by W workers, the ps and the TCP progress threads, compute itself slows down; the model has no "
           "CPU-oversubscription term). Phases: predicted with the T_c of that configuration / measured p50.\n")
     print("| model | P | W | predicted step µs (T_c of W=1) | predicted (T_c of this W) | measured step p50 µs | "
-          "measured step avg µs | pull pred / meas | push pred / meas | wait pred / meas |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "measured step avg µs | predicted / measured p50 | pull pred / meas | push pred / meas | wait pred / meas |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, (n, nt, tc) in models.items():
         m = dict(here, Tc=tc)
         for P in (1, 2):
@@ -225,8 +225,9 @@ def tables(out, fl):
                 ph = c["phases_us"]
                 pr = step_sync(m, W, P, n, nt)
                 pr2 = step_sync(dict(m, Tc=ph["compute_us"]["p50"]), W, P, n, nt)
-                print("| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f |" % (
+                print("| %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.2f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f |" % (
                     name, P, W, pr["total"], pr2["total"], ph["total_us"]["p50"], ph["total_us"]["avg"],
+                    pr2["total"] / ph["total_us"]["p50"],
                     pr2["pull"], ph["pull_us"]["p50"], pr2["push"], ph["push_us"]["p50"],
                     pr2["wait"], ph["wait_us"]["p50"]))
 
