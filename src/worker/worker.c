@@ -36,6 +36,7 @@ struct wshard {
 	struct wpiece *pc;     /* this shard's pieces (set up once) */
 	int npc;
 	int ordered;           /* the connection has RT_CAP_ORDERED_PLACEMENT */
+	int fresh;             /* the chief initialized this shard (it had no checkpoint) */
 	/* per-step state of the overlapped pull / push */
 	int posted;            /* ops of this step awaiting their one signaled completion */
 	int unreaped;          /* ordered pushes whose FETCH_ADD completion is not polled yet */
@@ -363,6 +364,7 @@ static int wait_ready(struct worker *w, int p, int secs, int init)
 		}
 		if ((rc = push_one(w, p, G_W_PARAMS_DST, SLOT_INIT)))
 			return rc;
+		w->s[p].fresh = 1;
 	}
 	double end = rdmaps_now() + secs;
 	while (st != PARAMS_STATE_READY) {
@@ -377,34 +379,53 @@ static int wait_ready(struct worker *w, int p, int secs, int init)
 	return 0;
 }
 
-/* After ps p came back at global step now_v (a restart restores its own
- * last checkpoint), the shards may be at different global steps: compare
- * now_v with the version held of every other shard (what this worker last
- * pulled there: no operation on their connections, which may have ops in
- * flight) and say so when they are further apart than the protocol allows
+/* The version of shard q to compare: now_v for the shard p that just came
+ * back, else what this worker last pulled there (UINT64_MAX = none). */
+static uint64_t shard_step(const struct worker *w, int p, uint64_t now_v, int q)
+{
+	return q == p ? now_v : w->s[q].held;
+}
+
+/* Are the ps shards further apart in global step than the protocol allows
  * (sync: 1, a shard may be one update ahead; async: one update per worker
- * in flight).  Nothing is changed: each shard goes on from its own step
+ * in flight)?  If so, say so on stderr.  Two callers:
+ * - p >= 0: ps p came back at global step now_v (a restart restores its own
+ *   last checkpoint); now_v is compared with the version held of every
+ *   other shard (what this worker last pulled there: no operation on their
+ *   connections, which may have ops in flight);
+ * - p < 0: session start, after the first pull of every shard: the versions
+ *   held are compared (a whole job restarted with --logdir, each ps having
+ *   restored its own newest valid checkpoint).  Shards the chief has just
+ *   initialized (no checkpoint) are marked.
+ * Nothing is changed: each shard goes on from its own step
  * (docs/failure-modes.md).  Returns 1 when it reported a skew. */
 static int check_shard_steps(struct worker *w, int p, uint64_t now_v)
 {
-	uint64_t lo = now_v, hi = now_v;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	int fresh = 0;
 	for (int q = 0; q < w->P; q++) {
-		uint64_t v = w->s[q].held;
-		if (q == p || v == UINT64_MAX)
+		uint64_t v = shard_step(w, p, now_v, q);
+		if (v == UINT64_MAX)
 			continue;
 		lo = v < lo ? v : lo;
 		hi = v > hi ? v : hi;
+		fresh |= p < 0 && w->s[q].fresh;
 	}
-	if (hi - lo <= (uint64_t)(w->j->sync ? 1 : w->j->nworkers))
+	if (lo == UINT64_MAX || hi - lo <= (uint64_t)(w->j->sync ? 1 : w->j->nworkers))
 		return 0;
 	fprintf(stderr, "Worker %d: the ps shards are at different global steps:", w->me);
 	for (int q = 0; q < w->P; q++) {
-		uint64_t v = q == p ? now_v : w->s[q].held;
+		uint64_t v = shard_step(w, p, now_v, q);
 		if (v != UINT64_MAX)
-			fprintf(stderr, " ps %d at %llu%s", q, (unsigned long long)v, q + 1 < w->P ? "," : "");
+			fprintf(stderr, " ps %d at %llu%s%s", q, (unsigned long long)v,
+				p < 0 && w->s[q].fresh ? " (no checkpoint: initialized now)" : "",
+				q + 1 < w->P ? "," : "");
 	}
-	fprintf(stderr, " (%llu apart: checkpoints of different steps restored); each shard goes on from its own "
-		"step, and training stops when ps 0 reaches --train_steps\n", (unsigned long long)(hi - lo));
+	fprintf(stderr, " (%llu apart%s); each shard goes on from its own step, and training stops when ps 0 "
+		"reaches --train_steps\n", (unsigned long long)(hi - lo),
+		p >= 0  ? ": checkpoints of different steps restored"
+		: fresh ? " at session start: some shards were restored from a checkpoint, others started clean"
+			: " at session start: the shards were restored from checkpoints of different steps");
 	return 1;
 }
 
@@ -637,6 +658,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	 * shards never writes a slot the ps may still be reading. */
 	long local_step = 0;
 	int p = 0;
+	int start_checked = w.me != 0; /* the session-start shard step check: the chief's */
 	/* On a terminal, per-step lines fold into a live progress line. */
 	struct rdmaps_progress prog;
 	const char *pe = getenv(RDMAPS_PROGRESS_ENV);
@@ -658,6 +680,13 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		/* (2) pull what changed, straight into w.params, all shards at once */
 		if ((rc = reap(&w, &p)) || (rc = pull_all(&w, &p)))
 			goto lost;
+		if (!start_checked) {
+			/* every shard pulled once: the chief says if a whole job
+			 * restarted on checkpoints of different steps (the other
+			 * workers would only repeat its line) */
+			start_checked = 1;
+			check_shard_steps(&w, -1, 0);
+		}
 		uint64_t gstep = w.s[0].held;
 		if ((long)gstep >= j->train_steps) {
 			if (prog_lines)

@@ -25,6 +25,11 @@
 #                  exit 1 naming why; (B) the same, the ps killed after worker 0
 #                  finished and restarted: it restores, worker 1 rejoins, the
 #                  ps names worker 0 as missing, both exit 1 within the bounds
+#   start_skew     2 ps, --logdir, whole jobs through `rdmaps launch`: restarted
+#                  on checkpoints of one step (no skew line), then with ps 1's
+#                  newest file corrupt (ps 1 restores an older step) and with
+#                  ps 0's newest files removed, then all of them: the chief
+#                  names both steps, once
 #   ckpt_restore   --logdir through `rdmaps launch`: clean start said, restore,
 #                  a corrupt newest file named and the previous one used, a
 #                  mismatched model named and a clean start, a bad logdir an error
@@ -104,6 +109,17 @@ start() {
 		>"$dir/$log.log" 2>&1 &
 	pid[$name]=$!
 }
+
+# run LOG STEPS [flags]: a whole job ($nps ps, 2 workers, sync) through
+# `rdmaps launch`, with --logdir=$ck; fails the test on a non-zero exit
+ck="$dir/ckpt"
+run() {
+	local log=$1 steps=$2; shift 2
+	timeout 300 "$bin" launch --ps=$nps --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
+		--log_every=50 --timeout=60 --logdir="$ck" --train_steps="$steps" "$@" >"$dir/$log.log" 2>&1 \
+		|| fail "launch ($log) exited non-zero"
+}
+skew_re="the ps shards are at different global steps"
 
 case $case in
 worker_backup)
@@ -236,6 +252,51 @@ ps_skew)
 	[ $nskew -gt 0 ] || fail "the kill landed right after a save: no skew to report (ps 1 restored within 1 step)"
 	grep -h "restored\|different global steps\|reconnected to\|done after" "$dir"/*.log | sed 's/^/  /'
 	;;
+start_skew)
+	# whole jobs restarted on the checkpoints of the one before (2 ps, each
+	# restoring its own newest valid file): the chief, and only it, reports
+	# shards restored at different steps after its first pull, naming both
+	nps=2
+	run s1 100
+	grep -q "ps 1: saved checkpoint $ck/shard-1-step-100.ckpt" "$dir/s1.log" || fail "s1: ps 1 saved no checkpoint at 100"
+	run s2 150 # control: both shards restored at 100, nothing changed
+	for i in 0 1; do
+		grep -q "ps $i: restored checkpoint $ck/shard-$i-step-100.ckpt (global step 100)" "$dir/s2.log" \
+			|| fail "s2: ps $i did not restore step 100"
+		grep -q "ps $i: saved checkpoint $ck/shard-$i-step-150.ckpt" "$dir/s2.log" || fail "s2: ps $i saved no step 150"
+	done
+	grep -q "$skew_re" "$dir/s1.log" "$dir/s2.log" && fail "a skew was reported, but the shards were restored at the same step"
+	# ps 1's newest file goes bad (one byte flipped): it restores step 100,
+	# ps 0 its step 150
+	printf '\377' | dd of="$ck/shard-1-step-150.ckpt" bs=1 seek=1000 conv=notrunc 2>/dev/null
+	run s3 200
+	grep -q "skipping $ck/shard-1-step-150.ckpt: " "$dir/s3.log" || fail "s3: ps 1 did not skip its corrupt newest file"
+	grep -q "ps 1: restored checkpoint $ck/shard-1-step-100.ckpt (global step 100)" "$dir/s3.log" \
+		|| fail "s3: ps 1 did not restore step 100"
+	grep -q "ps 0: restored checkpoint $ck/shard-0-step-150.ckpt (global step 150)" "$dir/s3.log" \
+		|| fail "s3: ps 0 did not restore step 150"
+	grep -q "Worker 0: $skew_re: ps 0 at 150, ps 1 at 100 (50 apart at session start: the shards were restored from checkpoints of different steps)" \
+		"$dir/s3.log" || fail "s3: the chief did not report the shards restored at 150 and 100"
+	[ "$(grep -c "$skew_re" "$dir/s3.log")" -eq 1 ] || fail "s3: the skew was reported more than once (by the chief only, once)"
+	grep -q "ps 0: done after .*: global step 200, " "$dir/s3.log" || fail "s3: ps 0 did not end at 200"
+	grep -q "ps 1: done after .*: global step 150, " "$dir/s3.log" || fail "s3: ps 1 did not end at 150 (50 updates from 100)"
+	# the other way round, a file lost: ps 0's two newest removed, it
+	# restores 100 while ps 1 restores the 150 it saved in s3
+	rm -f "$ck/shard-0-step-200.ckpt" "$ck/shard-0-step-150.ckpt"
+	run s4 130
+	grep -q "Worker 0: $skew_re: ps 0 at 100, ps 1 at 150 (50 apart at session start: " "$dir/s4.log" \
+		|| fail "s4: the chief did not report the shards restored at 100 and 150"
+	grep -q "ps 1: restored checkpoint $ck/shard-1-step-150.ckpt (global step 150)" "$dir/s4.log" \
+		|| fail "s4: ps 1 did not restore step 150"
+	grep -q "ps 0: done after .*: global step 130, " "$dir/s4.log" || fail "s4: ps 0 did not end at 130"
+	# no file of shard 0 left: ps 0 starts clean (the chief initializes it),
+	# ps 1 restores the 180 it reached in s4
+	rm -f "$ck"/shard-0-*
+	run s5 20
+	grep -q "Worker 0: $skew_re: ps 0 at 0 (no checkpoint: initialized now), ps 1 at 180 (180 apart at session start: some shards were restored from a checkpoint, others started clean)" \
+		"$dir/s5.log" || fail "s5: the chief did not report ps 0 started clean and ps 1 restored at 180"
+	grep -h "skipping\|restored\|$skew_re" "$dir"/s*.log | sed 's/^/  /'
+	;;
 finished_early)
 	f=(--logdir="$dir/ckpt" --save_model_secs=1 --timeout=5 --barrier_timeout=2 --recovery_timeout=5)
 	for phase in A B; do
@@ -323,13 +384,6 @@ ps_restart)
 	;;
 ckpt_restore)
 	# checkpoint wiring end to end, through `rdmaps launch` (no kill)
-	ck="$dir/ckpt"
-	run() { # run LOG STEPS [flags]
-		local log=$1 steps=$2; shift 2
-		timeout 300 "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
-			--log_every=50 --timeout=60 --logdir="$ck" --train_steps="$steps" "$@" >"$dir/$log.log" 2>&1 \
-			|| fail "launch ($log) exited non-zero"
-	}
 	run r1 100
 	grep -q "ps 0: no valid checkpoint of shard 0 in $ck: starting clean" "$dir/r1.log" || fail "r1: clean start not said"
 	grep -q "ps 0: saved checkpoint $ck/shard-0-step-100.ckpt" "$dir/r1.log" || fail "r1: no final checkpoint"
@@ -354,6 +408,6 @@ ckpt_restore)
 	grep -q "logdir" "$dir/r5.log" || fail "no message for --logdir=a file"
 	grep -h "starting clean\|restored\|skipping" "$dir"/r*.log | sed 's/^/  /'
 	;;
-*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ps_skew|finished_early|ckpt_restore"; exit 2 ;;
+*) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ps_skew|start_skew|finished_early|ckpt_restore"; exit 2 ;;
 esac
 echo "PASSED: $case"
