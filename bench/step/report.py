@@ -116,8 +116,9 @@ def main():
                   "samples": kept_rows})
     if G:
         txt.append("\n== Step anatomy: one worker step = wait (token in mailbox: barrier / ps apply) + pull "
-                   "(READ params + fenced version READ, round trips) + compute + push (WRITE gradient + "
-                   "FETCH_ADD, round trips); samples pooled over workers and repetitions")
+                   "(READ params + fenced version READ, one round trip per shard) + compute + push (WRITE gradient, "
+                   "slot header WRITE, FETCH_ADD: on tcp (ordered) posted without waiting; on verbs the FETCH_ADD "
+                   "waits for the WRITEs' completion); samples pooled over workers and repetitions")
         txt.append("%-24s %-11s %6s %5s %9s %9s %9s %9s %9s %9s" % (
             "config", "phase", "kept", "drop", "min", "p50", "avg", "stdev", "p99", "max"))
         for g in G:
@@ -195,28 +196,42 @@ def main():
                  if "%s_p%d" % (g["key"][0], g["key"][1]) in rr and "push_bytes_per_step" in g["cfg"]]
         if trows:
             txt.append("\n== Transport cost of a step: pull+push per step (rdmaps: READ params + fenced 8 B READ, "
-                       "WRITE gradient, then 8 B FETCH_ADD per shard: 4 operations, 3 waits per shard, plus the copies between "
-                       "the flat model vector and the shard buffers) against tcp_rr, ONE plain TCP request/response "
+                       "one wait; push: WRITE gradient, 64 B slot header WRITE and 8 B FETCH_ADD, posted without waiting on "
+                       "an ordered transport; no copies: both move straight from/to the flat model vectors) against tcp_rr, ONE plain TCP request/response "
                        "(request = the gradient bytes, response = the parameter bytes), both ROUND TRIPS, p50")
-            txt.append("%-24s %9s %9s %12s %11s %7s" % ("config", "push_B", "pull_B", "pullpush_p50", "tcp_rr_p50",
-                                                      "ratio"))
+            rst = R.get("tcp_rr_step", {})
+            txt.append("   and against tcp_rr --mode step: plain TCP in the step's shape (push = send of the gradient "
+                       "bytes, no answer; untimed release; pull = ROUND TRIP of an 8 B request and the parameter bytes)")
+            txt.append("%-24s %9s %9s %12s %11s %7s %13s %10s" % ("config", "push_B", "pull_B", "pullpush_p50",
+                                                              "tcp_rr_p50", "ratio", "tcp_step_p50", "ratio_step"))
             md.append("\n### Transport cost of a step against a plain TCP request/response (µs, round trips)\n")
-            md.append("| config | push bytes | pull bytes | pull+push p50 | pull+push p99 | tcp_rr p50 | tcp_rr p99 | ratio p50 |")
-            md.append("|---|---|---|---|---|---|---|---|")
+            md.append("`tcp_rr`: one plain TCP request/response of the same bytes (the target's reference). "
+                      "`tcp_rr --mode step`: the same bytes as plain TCP in the step's shape: push (send, no "
+                      "answer waited for) + pull (round trip: 8 B request, parameter bytes back), the release "
+                      "between them not timed (push / pull p50 in brackets).\n")
+            md.append("| config | push bytes | pull bytes | pull+push p50 | pull+push p99 | tcp_rr p50 | tcp_rr p99 | ratio p50 "
+                      "| tcp_rr step p50 (push / pull) | ratio to step p50 |")
+            md.append("|---|---|---|---|---|---|---|---|---|---|")
             derived["transport"] = []
             for g, q in trows:
                 c_ = g["cfg"]
                 pp = g["phases"]["pullpush_us"]
                 ratio = pp["p50"] / q["p50_us"]
+                qs = rst.get("%s_p%d" % (g["key"][0], g["key"][1]))
+                rs_ = pp["p50"] / qs["p50_us"] if qs else None
                 derived["transport"].append({"config": cfgname(c_), "push_bytes": c_["push_bytes_per_step"],
                                              "pull_bytes": c_["pull_bytes_per_step"], "pullpush_p50_us": pp["p50"],
-                                             "tcp_rr_p50_us": q["p50_us"], "ratio": ratio})
-                txt.append("%-24s %9d %9d %12.1f %11.1f %7.2f" % (cfgname(c_), c_["push_bytes_per_step"],
-                                                                 c_["pull_bytes_per_step"], pp["p50"], q["p50_us"],
-                                                                 ratio))
-                md.append("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f |" % (
+                                             "tcp_rr_p50_us": q["p50_us"], "ratio": ratio,
+                                             "tcp_step_p50_us": qs["p50_us"] if qs else None,
+                                             "ratio_step": rs_})
+                txt.append("%-24s %9d %9d %12.1f %11.1f %7.2f %13s %10s" % (
+                    cfgname(c_), c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], q["p50_us"], ratio,
+                    "%.1f" % qs["p50_us"] if qs else "-", "%.2f" % rs_ if qs else "-"))
+                md.append("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %s | %s |" % (
                     cfgname(c_), c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], pp["p99"],
-                    q["p50_us"], q["p99_us"], ratio))
+                    q["p50_us"], q["p99_us"], ratio,
+                    "%.1f (%.1f / %.1f)" % (qs["p50_us"], qs["push_p50_us"], qs["pull_p50_us"]) if qs else "-",
+                    "%.2f" % rs_ if qs else "-"))
 
     # ---- 5b. where the pull+push time goes: the step's four operations, each
     # measured alone by rt_bench in this run (mlp, 1 ps)

@@ -9,7 +9,9 @@ with per-worker --metrics files, and reports:
               avg stdev p99 max, for each (model, ps, workers, sync|async);
               gradients/s and TF global steps/s in a steady window.
   transport   the pull+push of a step against tcp_rr, a plain TCP request/
-              response of the same bytes measured in the same run.
+              response of the same bytes measured in the same run (the
+              issue's reference), and against tcp_rr --mode step, plain TCP
+              in the shape of the step (push, untimed release, pull).
   convergence validation cross entropy of the chief's parameter snapshots
               against wall time, sync against async; time to a target.
   stragglers  one worker sleeping --straggler_delay_ms per step: sync R=W,
@@ -265,9 +267,9 @@ def evaluate(a, info, t_start):
     return pts
 
 
-def tcp_ref(a, req, resp, label):
-    js = os.path.join(a.out, "tcp_rr.%s.json" % label)
-    r = subprocess.run([a.tcp_rr, "--req", str(req), "--resp", str(resp), "--iters", str(a.rr_iters),
+def tcp_ref(a, req, resp, label, mode="rr"):
+    js = os.path.join(a.out, "tcp_rr%s.%s.json" % ("" if mode == "rr" else "_" + mode, label))
+    r = subprocess.run([a.tcp_rr, "--req", str(req), "--resp", str(resp), "--mode", mode, "--iters", str(a.rr_iters),
                         "--json", js, "--label", label], capture_output=True, text=True)
     if r.returncode:
         raise Failed("tcp_rr: %s" % r.stderr.strip())
@@ -315,7 +317,7 @@ def main():
     results = {"config": {"quick": a.quick, "transport": a.transport, "warmup_steps": WARM_STEPS,
                           "warmup_s": WARM_S, "host": os.uname().nodename, "ncpu": os.cpu_count(),
                           "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-               "anatomy": [], "tcp_rr": {}, "convergence": [], "stragglers": []}
+               "anatomy": [], "tcp_rr": {}, "tcp_rr_step": {}, "convergence": [], "stragglers": []}
     failures = []
 
     def attempt(fn, *args, **kw):
@@ -370,9 +372,15 @@ def main():
                     rr = attempt(tcp_ref, a, info["push_bytes_per_step"], info["pull_bytes_per_step"], key)
                     if rr:
                         results["tcp_rr"][key] = rr
+                    rs = attempt(tcp_ref, a, info["push_bytes_per_step"], info["pull_bytes_per_step"], key, "step")
+                    if rs:
+                        results["tcp_rr_step"][key] = rs
                 rr = results["tcp_rr"].get(key)
                 if rr:
                     res["vs_tcp_rr_p50"] = res["phases_us"]["pullpush_us"]["p50"] / rr["p50_us"]
+                rs = results["tcp_rr_step"].get(key)
+                if rs:
+                    res["vs_tcp_step_p50"] = res["phases_us"]["pullpush_us"]["p50"] / rs["p50_us"]
                 results["anatomy"].append(save(info, res))
 
     # ---- 2. convergence: validation CE against wall time, sync vs async

@@ -1,13 +1,24 @@
 /* tcp_rr: the plain TCP reference for a training step's transport cost.
  *
- *   tcp_rr --req BYTES --resp BYTES [--iters N] [--warmup N] [--warmup-ms MS]
- *          [--json FILE] [--label TEXT]
+ *   tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--iters N] [--warmup N]
+ *          [--warmup-ms MS] [--json FILE] [--label TEXT]
  *
  * Forks a server on 127.0.0.1 (port picked by the kernel) and measures, from
  * the client, the ROUND TRIP of one blocking request/response: the client
  * sends --req bytes (a worker's gradient), the server reads them all and
  * answers --resp bytes (the parameters), the client reads them all.  That is
  * what a plain TCP parameter server would need per step for the same bytes.
+ *
+ * --mode step: the same bytes in the shape of a one-sided step, as plain TCP.
+ * Per sample the client sends --req bytes (the push: timed until send()
+ * returns, the data handed to the kernel, nobody waits for an answer); the
+ * server reads them all and sends an 8-byte "release" (the barrier: the
+ * client waits for it, NOT timed); then the client sends an 8-byte request
+ * and reads the --resp bytes the server answers (the pull: a round trip to a
+ * server that was asleep in recv()).  Sample = push + pull, which is what
+ * rdmaps' pull+push phase times.  The gap to --mode rr is the cost of the
+ * shape (an extra round trip whose server side is not overlapped with any
+ * transfer), not of any transport code.
  * TCP_NODELAY on both sides, no pinning (like the rdmaps tasks it is compared
  * with).  Warm-up: --warmup requests (default 50) or --warmup-ms (default
  * 200), whichever ends first; those samples are dropped and counted in the
@@ -48,6 +59,36 @@ static int io_all(int fd, void *buf, size_t len, int sending)
 	return 0;
 }
 
+/* One client sample.  rr: *pull = the whole round trip (*push = time to
+ * hand the request to the kernel).  step: *push as in rr, then the
+ * untimed wait for the release, then *pull = the 8-byte request and the
+ * response. */
+static int sample(int fd, int step, uint8_t *qb, size_t req, uint8_t *rb, size_t resp, double *push,
+		  double *pull)
+{
+	uint8_t tok[8] = { 0 };
+	double t0 = now_us(), t1, t2;
+
+	if (io_all(fd, qb, req, 1))
+		return -1;
+	t1 = now_us();
+	t2 = t0;
+	if (step) {
+		if (io_all(fd, tok, 8, 0)) /* the release */
+			return -1;
+		t2 = now_us();
+		if (io_all(fd, tok, 8, 1))
+			return -1;
+	}
+	if (io_all(fd, rb, resp, 0))
+		return -1;
+	if (push)
+		*push = t1 - t0;
+	if (pull)
+		*pull = now_us() - t2;
+	return 0;
+}
+
 static int cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -76,14 +117,15 @@ static int parse_long(const char *name, const char *s, long lo, long hi, long *o
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: tcp_rr --req BYTES --resp BYTES [--iters N] [--warmup N] [--warmup-ms MS]\n"
-		   "              [--json FILE] [--label TEXT]\n");
+	fprintf(f, "usage: tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--iters N] [--warmup N]\n"
+		   "              [--warmup-ms MS] [--json FILE] [--label TEXT]\n");
 }
 
 int main(int argc, char **argv)
 {
 	long req = -1, resp = -1, iters = 2000, warm = 50, warm_ms = 200;
 	const char *json = NULL, *label = "";
+	int step = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -104,6 +146,14 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--warmup-ms")) { if (parse_long(a, v, 0, 3600000, &warm_ms)) return 2; }
 		else if (!strcmp(a, "--json")) json = v;
 		else if (!strcmp(a, "--label")) label = v;
+		else if (!strcmp(a, "--mode")) {
+			if (!strcmp(v, "rr")) step = 0;
+			else if (!strcmp(v, "step")) step = 1;
+			else {
+				fprintf(stderr, "tcp_rr: --mode %s: expected rr or step\n", v);
+				return 2;
+			}
+		}
 		else {
 			fprintf(stderr, "tcp_rr: unknown flag '%s'\n", a);
 			usage(stderr);
@@ -117,7 +167,9 @@ int main(int argc, char **argv)
 	}
 	uint8_t *qb = calloc(1, (size_t)req), *rb = calloc(1, (size_t)resp);
 	double *s = malloc((size_t)iters * sizeof(double));
-	if (!qb || !rb || !s) {
+	double *sp = malloc((size_t)iters * sizeof(double)), *spl = malloc((size_t)iters * sizeof(double));
+	uint8_t tok[8] = { 0 };
+	if (!qb || !rb || !s || !sp || !spl) {
 		fprintf(stderr, "tcp_rr: out of memory\n");
 		return 1;
 	}
@@ -139,9 +191,12 @@ int main(int argc, char **argv)
 		if (fd < 0)
 			_exit(1);
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		while (!io_all(fd, qb, (size_t)req, 0))
+		while (!io_all(fd, qb, (size_t)req, 0)) {
+			if (step && (io_all(fd, tok, 8, 1) || io_all(fd, tok, 8, 0)))
+				_exit(1);
 			if (io_all(fd, rb, (size_t)resp, 1))
 				_exit(1);
+		}
 		_exit(0);
 	}
 	close(lfd);
@@ -155,13 +210,12 @@ int main(int argc, char **argv)
 	long dropped = 0;
 	double wend = now_us() + warm_ms * 1e3;
 	for (; dropped < warm && now_us() < wend; dropped++)
-		if (io_all(fd, qb, (size_t)req, 1) || io_all(fd, rb, (size_t)resp, 0))
+		if (sample(fd, step, qb, (size_t)req, rb, (size_t)resp, NULL, NULL))
 			goto io_err;
 	for (long k = 0; k < iters; k++) {
-		double t0 = now_us();
-		if (io_all(fd, qb, (size_t)req, 1) || io_all(fd, rb, (size_t)resp, 0))
+		if (sample(fd, step, qb, (size_t)req, rb, (size_t)resp, &sp[k], &spl[k]))
 			goto io_err;
-		s[k] = now_us() - t0;
+		s[k] = step ? sp[k] + spl[k] : spl[k];
 	}
 	close(fd);
 	int st;
@@ -175,8 +229,16 @@ int main(int argc, char **argv)
 		sq += (s[k] - avg) * (s[k] - avg);
 	double sd = iters > 1 ? sqrt(sq / (iters - 1)) : 0;
 	qsort(s, (size_t)iters, sizeof(double), cmp_dbl);
-	printf("# tcp_rr: plain TCP request/response on 127.0.0.1, ROUND TRIP per request (us); "
-	       "warm-up dropped %ld requests\n", dropped);
+	qsort(sp, (size_t)iters, sizeof(double), cmp_dbl);
+	qsort(spl, (size_t)iters, sizeof(double), cmp_dbl);
+	if (step)
+		printf("# tcp_rr --mode step: plain TCP in the shape of a one-sided step on 127.0.0.1 (us): "
+		       "push (send of req bytes, no answer waited for) + pull (ROUND TRIP: 8-byte request, resp "
+		       "bytes back); the release in between is not timed; warm-up dropped %ld steps\n"
+		       "# push p50 %.2f, pull p50 %.2f\n", dropped, pct(sp, iters, 0.5), pct(spl, iters, 0.5));
+	else
+		printf("# tcp_rr: plain TCP request/response on 127.0.0.1, ROUND TRIP per request (us); "
+		       "warm-up dropped %ld requests\n", dropped);
 	printf("%-10s %-10s %8s %9s %9s %9s %9s %9s %9s %9s\n", "req_B", "resp_B", "iters", "min", "p50", "avg",
 	       "stdev", "p99", "p99.9", "max");
 	printf("%-10ld %-10ld %8ld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", req, resp, iters, s[0],
@@ -188,14 +250,15 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		fprintf(f,
-			"{\"bench\":\"tcp_rr\",\"label\":\"%s\",\"round_trip\":true,\"req_bytes\":%ld,\"resp_bytes\":%ld,"
-			"\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,\"avg_us\":%.3f,"
-			"\"stdev_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f}\n",
-			label, req, resp, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd, pct(s, iters, 0.99),
-			pct(s, iters, 0.999), s[iters - 1]);
+			"{\"bench\":\"tcp_rr\",\"label\":\"%s\",\"mode\":\"%s\",\"round_trip\":true,\"req_bytes\":%ld,"
+			"\"resp_bytes\":%ld,\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,"
+			"\"avg_us\":%.3f,\"stdev_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,"
+			"\"push_p50_us\":%.3f,\"pull_p50_us\":%.3f}\n",
+			label, step ? "step" : "rr", req, resp, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd,
+			pct(s, iters, 0.99), pct(s, iters, 0.999), s[iters - 1], pct(sp, iters, 0.5), pct(spl, iters, 0.5));
 		fclose(f);
 	}
-	free(qb); free(rb); free(s);
+	free(qb); free(rb); free(s); free(sp); free(spl);
 	return 0;
 io_err:
 	perror("tcp_rr: request/response");
