@@ -84,6 +84,8 @@ def main():
             "step is kept. Times in microseconds; statistics in double; percentiles nearest-rank."
             % (c["transport"], "quick" if c["quick"] else "full", c["host"], c["ncpu"], c["started_utc"],
                c["warmup_steps"], c["warmup_s"]))
+    if c.get("rdmaps_flags"):
+        head += " Extra rdmaps flags on every task: %s." % " ".join(c["rdmaps_flags"])
     txt.append(head)
     md.append(head + "\n")
 

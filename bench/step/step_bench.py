@@ -94,7 +94,7 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
     common = ["--ps_hosts=" + ps, "--worker_hosts=" + wk, "--model=" + model,
               "--train_steps=%d" % steps, "--data_dir=" + a.data_dir,
               "--transport=" + a.transport, "--seed=%d" % seed,
-              "--log_every=1000000000", "--timeout=%d" % a.task_timeout]
+              "--log_every=1000000000", "--timeout=%d" % a.task_timeout] + a.rdmaps_flag
     if sync:
         common.append("--sync_replicas=True")
         if R:
@@ -299,6 +299,9 @@ def main():
                          "MODEL:P:W:REPS, e.g. mlp:1:1:3,mlp:1:2:3")
     ap.add_argument("--steps", type=int, default=0,
                     help="sync global steps per anatomy run (default: 600 mlp / 100 lstm, quick 300 / 40)")
+    ap.add_argument("--rdmaps_flag", action="append", default=[],
+                    help="extra flag for every ps and worker, e.g. --rdmaps_flag=--tcp_spin_us=50 (repeatable; "
+                         "recorded in the JSON)")
     a = ap.parse_args()
     a.rdmaps = os.path.join(a.build, "src/cli/rdmaps")
     a.eval_bin = os.path.join(a.build, "bench/step/eval_snapshots")
@@ -314,7 +317,7 @@ def main():
     unknown = only - {"anatomy", "convergence", "stragglers"}
     if unknown:
         die("step_bench: --only: unknown part(s) %s" % ",".join(sorted(unknown)))
-    results = {"config": {"quick": a.quick, "transport": a.transport, "warmup_steps": WARM_STEPS,
+    results = {"config": {"quick": a.quick, "transport": a.transport, "rdmaps_flags": a.rdmaps_flag, "warmup_steps": WARM_STEPS,
                           "warmup_s": WARM_S, "host": os.uname().nodename, "ncpu": os.cpu_count(),
                           "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
                "anatomy": [], "tcp_rr": {}, "tcp_rr_step": {}, "convergence": [], "stragglers": []}

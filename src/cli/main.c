@@ -22,6 +22,8 @@ static void usage(FILE *f)
 		"  --batch_size=100 --learning_rate=0.01 --hidden_units=100 --model=mlp|lstm --data_dir=DIR\n"
 		"  --transport=auto|rdma|tcp --seed=S --log_every=N --metrics=FILE --timeout=SECS\n"
 		"  --auth_token_file=FILE --dump_params=FILE\n"
+		"  --tcp_spin_us=0 (tcp: busy-poll for replies up to N us before sleeping; pays off only when\n"
+		"  every busy thread has a core of its own)\n"
 		"reliability: --logdir=DIR --save_model_secs=600 --barrier_timeout=30 --recovery_timeout=60\n"
 		"benchmark flags (bench/step): --straggler_task=N --straggler_delay_ms=MS (task N, default 0, sleeps MS\n"
 		"  per step in its compute phase), --snapshot_file=FILE --snapshot_every=N (the chief appends\n"
@@ -57,7 +59,7 @@ static int parse_float(const char *name, const char *s, double *out)
 enum {
 	O_JOB = 1000, O_TASK, O_PSH, O_WKH, O_SYNC, O_R, O_STEPS, O_BATCH, O_LR, O_HID, O_MODEL,
 	O_DATA, O_TRANSPORT, O_SEED, O_LOGEVERY, O_METRICS, O_TIMEOUT, O_PS, O_WORKERS, O_TOKEN,
-	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_STRAG_TASK, O_STRAG_MS, O_SNAP_FILE, O_SNAP_EVERY,
+	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_TCP_SPIN, O_STRAG_TASK, O_STRAG_MS, O_SNAP_FILE, O_SNAP_EVERY,
 	O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_ASYNC_DUMMY
 };
 
@@ -87,6 +89,7 @@ static const struct option long_opts[] = {
 	{ "save_model_secs", required_argument, 0, O_SAVESECS },
 	{ "barrier_timeout", required_argument, 0, O_BARRIER },
 	{ "recovery_timeout", required_argument, 0, O_RECOVERY },
+	{ "tcp_spin_us", required_argument, 0, O_TCP_SPIN },
 	{ "straggler_task", required_argument, 0, O_STRAG_TASK },
 	{ "straggler_delay_ms", required_argument, 0, O_STRAG_MS },
 	{ "snapshot_file", required_argument, 0, O_SNAP_FILE },
@@ -182,6 +185,7 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		case O_SAVESECS: if (parse_int("save_model_secs", optarg, 0, 86400 * 365, &v)) return 2; j->save_model_secs = (int)v; break;
 		case O_BARRIER: if (parse_int("barrier_timeout", optarg, 1, 86400, &v)) return 2; j->barrier_timeout_s = (int)v; break;
 		case O_RECOVERY: if (parse_int("recovery_timeout", optarg, 1, 86400, &v)) return 2; j->recovery_timeout_s = (int)v; break;
+		case O_TCP_SPIN: if (parse_int("tcp_spin_us", optarg, 0, 1000000, &v)) return 2; j->tcp_spin_us = (int)v; break;
 		case O_STRAG_TASK: if (parse_int("straggler_task", optarg, 0, 65535, &v)) return 2; j->straggler_task = (int)v; break;
 		case O_STRAG_MS: if (parse_int("straggler_delay_ms", optarg, 0, 60000, &v)) return 2; j->straggler_delay_ms = (int)v; break;
 		case O_SNAP_FILE: snprintf(j->snapshot_file, sizeof(j->snapshot_file), "%s", optarg); break;

@@ -636,7 +636,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 				  * thread (which polls, aggregates and applies) run on
 				  * the CPUs near the RDMA device; with one NUMA node or
 				  * no device known that is every allowed CPU. */
-				 .pin_progress = 1 };
+				 .pin_progress = 1, .tcp_spin_us = j->tcp_spin_us };
 	if ((rc = rt_ctx_new(&cc, &s.ctx))) {
 		fprintf(stderr, "ps %d: transport: %s\n", j->task_index, rdmaps_strerror(rc));
 		goto err_layout;

@@ -144,6 +144,7 @@ int rt_ctx_new(const struct rt_ctx_cfg *cfg, struct rt_ctx **out)
 	ctx->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 10000;
 	ctx->numa_node = cfg->numa_node;
 	ctx->poll_spin_us = cfg->poll_spin_us ? cfg->poll_spin_us : 1000;
+	ctx->tcp_spin_us = cfg->tcp_spin_us > 0 ? cfg->tcp_spin_us : 0;
 	if (cfg->auth_token) {
 		size_t n = strnlen(cfg->auth_token, RT_TOKEN_MAX);
 

@@ -74,6 +74,13 @@ struct rt_ctx_cfg {
 	 * longer than the budget pays a wake-up.  TCP: ignored (it blocks in
 	 * recv). */
 	int poll_spin_us;
+	/* TCP: how long the initiator busy-polls its socket for replies
+	 * (non-blocking recv) before it blocks in recv(): 0 = not at all (the
+	 * default: with fewer cores than busy threads, spinning steals the
+	 * core the peer's progress thread needs), > 0 = that many us.  Saves
+	 * the wake-up of a sleeping thread when replies come within the
+	 * budget.  Verbs: ignored (poll_spin_us). */
+	int tcp_spin_us;
 	/* RT_CAP_TARGET_WAKE: which peer ops bump the target event counter
 	 * (RT_EV_* bits); 0 = all.  A ps that waits for FETCH_ADDs only sets
 	 * RT_EV_ATOMIC and is not woken by the gradient WRITEs before them. */

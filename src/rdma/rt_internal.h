@@ -23,6 +23,7 @@ struct rt_ctx {
 	cpu_set_t cpus;             /* CPUs near the device (locality.c) */
 	int pin_progress;           /* TCP: progress thread created with affinity cpus */
 	int poll_spin_us;           /* verbs: busy-poll budget, us; < 0 = no sleeping */
+	int tcp_spin_us;            /* TCP initiator: busy-poll budget before recv() blocks, us */
 	void *backend;              /* backend-private state */
 };
 

@@ -71,6 +71,7 @@ int tcp_hello_decode(const uint8_t in[TCP_HELLO_LEN], struct tcp_hello *h);
 
 /* ---- socket helpers (tcp_wire.c) --------------------------------------- */
 uint64_t tcp_now_ms(void);
+uint64_t tcp_now_us(void);
 int tcp_remaining(uint64_t deadline);       /* ms left, >= 0 */
 int tcp_set_sock_opts(int fd);               /* O_NONBLOCK, TCP_NODELAY */
 /* Send / receive exactly len bytes on a non-blocking fd before deadline. */
@@ -107,6 +108,7 @@ struct tcp_conn {
 	uint32_t since_reply;     /* posts since the last one wanting a reply */
 	int io_timeout_ms;
 	int rcvtimeo_ms;          /* SO_RCVTIMEO currently set on ofd (0 = none) */
+	int spin_us;              /* busy-poll before blocking (cfg.tcp_spin_us) */
 	uint8_t txh[TCP_FRAME_LEN];
 	/* receive state machine for replies */
 	uint8_t rxh[TCP_FRAME_LEN];

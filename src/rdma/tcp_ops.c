@@ -143,15 +143,39 @@ static int progress_rx(struct rt_conn *c, int block)
 	}
 }
 
+/* Busy-poll for up to t->spin_us (cfg.tcp_spin_us): return as soon as a
+ * reply byte was consumed (the caller re-checks) or on an error; 1 when
+ * the budget ran out with nothing received (the caller blocks then). */
+static int spin_rx(struct rt_conn *c, int *rc)
+{
+	struct tcp_conn *t = c->backend;
+	uint64_t end = tcp_now_us() + (uint64_t)t->spin_us;
+
+	do {
+		uint32_t acked = t->acked;
+		unsigned got = t->rxh_got;
+		uint64_t left = t->rx_left;
+
+		*rc = progress_rx(c, 0);
+		if (*rc || t->acked != acked || t->rxh_got != got || t->rx_left != left)
+			return 0;
+	} while (tcp_now_us() < end);
+	return 1;
+}
+
 /* Wait up to timeout_ms for replies and consume them; 0 on timeout too.
  * The wait is the blocking recv() itself (SO_RCVTIMEO, set only when the
- * timeout changes), which saves a poll() per operation. */
+ * timeout changes), which saves a poll() per operation; with
+ * cfg.tcp_spin_us it is first a busy-poll of that length. */
 static int wait_rx(struct rt_conn *c, int timeout_ms)
 {
 	struct tcp_conn *t = c->backend;
+	int rc;
 
 	if (timeout_ms <= 0)
 		return progress_rx(c, 0);
+	if (t->spin_us && !spin_rx(c, &rc))
+		return rc;
 	if (timeout_ms != t->rcvtimeo_ms) {
 		struct timeval tv = { .tv_sec = timeout_ms / 1000,
 				      .tv_usec = (timeout_ms % 1000) * 1000 };

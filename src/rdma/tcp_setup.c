@@ -210,6 +210,7 @@ static int conn_start(struct rt_conn *c, int ofd, int sfd)
 		}
 	}
 	t->io_timeout_ms = c->ctx->timeout_ms;
+	t->spin_us = c->ctx->tcp_spin_us;
 	rt_put32(t->txh, TCP_FRAME_MAGIC);
 	c->backend = t;
 	rc = tcp_serve_add(c->ctx, c, sfd);

@@ -95,6 +95,8 @@ cli)
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --save_model_secs=soon
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --barrier_timeout=0
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --recovery_timeout=-3
+	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --tcp_spin_us=-1
+	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --tcp_spin_us=fast
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --logdir=
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
 	[ $? -eq 2 ] || fail "TF_CONFIG without workers must exit 2"

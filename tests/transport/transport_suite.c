@@ -69,8 +69,12 @@ static uint8_t pat(size_t i, unsigned seed) { return (uint8_t)(i * 7u + seed * 1
 
 static struct rt_ctx *mkctx(const char *token)
 {
+	/* RDMAPS_TEST_TCP_SPIN_US: the same suite with cfg.tcp_spin_us set
+	 * (ctest transport_tcp_spin) */
+	const char *spin = getenv("RDMAPS_TEST_TCP_SPIN_US");
 	struct rt_ctx_cfg cfg = { .kind = g_kind, .bind_host = g_addr, .timeout_ms = TMO,
-				  .auth_token = token, .numa_node = -1 };
+				  .auth_token = token, .numa_node = -1,
+				  .tcp_spin_us = spin ? atoi(spin) : 0 };
 	struct rt_ctx *ctx = NULL;
 	int rc = rt_ctx_new(&cfg, &ctx);
 
