@@ -14,6 +14,13 @@
 #   STEP-ANATOMY <run> <transport> <phase> n=<kept> drop=<dropped> min= p50= avg= p99= max=  (us)
 # and per phase the rdma/tcp p50 ratio of the same configuration:
 #   STEP-RATIO <config> <phase> rdma_over_tcp_p50=<x>
+# pullpush = pull + push of each step (the step's transport cost).  Then,
+# the same bytes as plain TCP in this VM (bench/step/tcp_rr next to the
+# rdmaps binary's build tree: one request/response, and --mode step):
+#   STEP-VS-TCP <run> pullpush_p50=<us> tcp_rr_p50=<us> ratio=<x> tcp_step_p50=<us> ratio_step=<x>
+# and, when RDMAPS_VM_PERFTEST_P50 names tier.sh's perftest_p50.txt with
+# perftest figures at the step's sizes (read: round trip, write: one way):
+#   STEP-VS-PERFTEST <run> pullpush_p50=<us> perftest_read_rtt=<us> perftest_write_oneway=<us> ratio=<x>
 # The VM runs under TCG (emulated CPU): only ratios inside one run mean
 # anything.  Exit 0 when every run finished, 1 otherwise, 2 on bad arguments.
 bin=${1:?usage: vm_steps.sh RDMAPS_BIN DATA_DIR ADDR [OUT_DIR]}
@@ -70,7 +77,7 @@ run() {
 		tail -3 "$d"/*.log
 		return 1
 	fi
-	for ph in wait_us pull_us compute_us push_us total_us; do
+	for ph in wait_us pull_us compute_us push_us total_us pullpush_us; do
 		line=$(stats "$d" "$ph")
 		echo "STEP-ANATOMY $name $tr ${ph%_us} $line"
 		echo "$name ${ph%_us} $line" >>"$out/table.txt"
@@ -88,7 +95,7 @@ stats() {
 			tb = num("t") - tot / 1e6
 			if (NR == 1) t0 = tb
 			if (NR <= 5 && tb - t0 < 0.5) { print "D"; next }
-			print (ph == "total_us" ? tot : num(ph))
+			print (ph == "total_us" ? tot : ph == "pullpush_us" ? num("pull_us") + num("push_us") : num(ph))
 		}' "$f"
 	done | awk '
 		$1 == "D" { drop++; next }
@@ -110,11 +117,48 @@ for cfg in "w1_sync 1 1" "w2_sync 2 1" "w2_async 2 0"; do
 		echo "== vm_steps: mlp P=1 $1 over $tr, $steps steps"
 		run "$1_$tr" "$tr" "$2" "$3" || fail=1
 	done
-	for ph in wait pull compute push total; do
+	for ph in wait pull compute push total pullpush; do
 		a=$(awk -v r="$1_rdma" -v p="$ph" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt")
 		b=$(awk -v r="$1_tcp" -v p="$ph" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt")
 		[ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v c="$1" -v p="$ph" \
 			'BEGIN { if (b > 0) printf "STEP-RATIO %s %s rdma_over_tcp_p50=%.2f (rdma %.1f us, tcp %.1f us)\n", c, p, a / b, a, b }'
 	done
 done
+
+# The step's bytes (src/worker/worker.c, bench/step/step_bench.py shard_bytes):
+# pull = 4 n + 8 (floats + fenced version READ), push = 4 n + 72 (floats,
+# 64 B slot header, 8 B FETCH_ADD), n = the floats the ps serves.
+n=$(sed -n 's/.*serving \([0-9][0-9]*\) floats.*/\1/p' "$out/w1_sync_${transports%% *}/ps0.log" 2>/dev/null | head -1)
+p50of() { awk -v r="$1" -v p="$2" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt"; }
+rr=$(cd "$(dirname "$bin")/../.." 2>/dev/null && pwd)/bench/step/tcp_rr
+if [ -n "$n" ] && [ -x "$rr" ]; then
+	pull_b=$((4 * n + 8)); push_b=$((4 * n + 72))
+	echo "== vm_steps: plain TCP references in this VM: tcp_rr --req $push_b --resp $pull_b (rr, then --mode step)"
+	rrp=$("$rr" --req "$push_b" --resp "$pull_b" --iters 300 --warmup 20 | awk 'NF == 10 && $1 ~ /^[0-9]+$/ { print $5 }')
+	stp=$("$rr" --req "$push_b" --resp "$pull_b" --mode step --iters 300 --warmup 20 | awk 'NF == 10 && $1 ~ /^[0-9]+$/ { print $5 }')
+	echo "TCP-RR-P50 rr=$rrp step=$stp (us, 127.0.0.1 in the VM)"
+	for cfg in w1_sync w2_sync w2_async; do
+		for tr in $transports; do
+			pp=$(p50of "${cfg}_$tr" pullpush)
+			[ -n "$pp" ] && [ -n "$rrp" ] && [ -n "$stp" ] && awk -v r="${cfg}_$tr" -v a="$pp" -v b="$rrp" -v c="$stp" \
+				'BEGIN { printf "STEP-VS-TCP %s pullpush_p50=%.1f tcp_rr_p50=%.1f ratio=%.2f tcp_step_p50=%.1f ratio_step=%.2f\n", r, a, b, a / b, c, a / c }'
+		done
+	done
+	pf=${RDMAPS_VM_PERFTEST_P50:-}
+	if [ -n "$pf" ] && [ -f "$pf" ]; then
+		prd=$(awk -v s="$pull_b" '$1 == "read" && $2 == s { print $3 }' "$pf")
+		pwr=$(awk -v s="$push_b" '$1 == "write" && $2 == s { print $3 }' "$pf")
+		if [ -n "$prd" ] && [ -n "$pwr" ]; then
+			for cfg in w1_sync w2_sync w2_async; do
+				pp=$(p50of "${cfg}_rdma" pullpush)
+				[ -n "$pp" ] && awk -v r="${cfg}_rdma" -v a="$pp" -v b="$prd" -v c="$pwr" \
+					'BEGIN { printf "STEP-VS-PERFTEST %s pullpush_p50=%.1f perftest_read_rtt=%.1f perftest_write_oneway=%.1f ratio=%.2f\n", r, a, b, c, a / (b + c) }'
+			done
+		else
+			echo "STEP-VS-PERFTEST not measured: no perftest figures at read $pull_b / write $push_b in $pf"
+		fi
+	fi
+else
+	echo "STEP-VS-TCP not measured: $( [ -n "$n" ] && echo "no $rr" || echo "no 'serving N floats' in the ps log")"
+fi
 exit $fail

@@ -129,14 +129,15 @@ if [ "$mode" = bench ]; then
 	# small sizes first (a stall in the large group cannot lose them); every
 	# run has a timeout (perftest 120/150 s, rt_bench RDMAPS_BENCH_TIMEOUT)
 	bench_group small "${RDMAPS_BENCH_SPECS:-read:8 read:4096 write:8 write:4096 atomic:8}"
-	bench_group large "${RDMAPS_BENCH_SPECS_LARGE-read:65536:200 write:65536:200 read:1048576:50 write:1048576:50}"
+	# read:318048 / write:318112: the mlp step's pull and push bytes (vm_steps below)
+	bench_group large "${RDMAPS_BENCH_SPECS_LARGE-read:65536:200 write:65536:200 read:318048:100 write:318112:100 read:1048576:50 write:1048576:50}"
 	echo "== perftest p50 (us), median over rounds -> $f (each round: $ptrounds)"
 	sed "s/^/PERFTEST-P50 /" "$f"
 	# step anatomy, rdma vs tcp in this VM (bench/step/vm_steps.sh, docs/benchmarks.md)
 	vms="$build/bench/step/vm_steps.sh"
 	if [ -f "$vms" ] && [ -d "$build/tests/train/mnist-small" ]; then
 		echo "== $vms"
-		sh "$vms" "$build/src/cli/rdmaps" "$build/tests/train/mnist-small" "$addr" "$out/steps" ||
+		RDMAPS_VM_PERFTEST_P50="$f" sh "$vms" "$build/src/cli/rdmaps" "$build/tests/train/mnist-small" "$addr" "$out/steps" ||
 			{ echo "vm_steps FAILED"; rc=1; }
 	fi
 	echo "RDMA-TIER bench rc=$rc"
