@@ -1,8 +1,10 @@
 /* ps apply benchmark (issue "Benchmarks", item 4).
  *
- * What the ps CPU does per sync step on one shard: sum R gradient slots and
- * apply Adam (TF1) in one fused pass, rdm_vec_add for slots 1..R-2 and
- * rdm_opt_apply(g1 = acc, g2 = last slot, scale = 1/R) writing the other
+ * What the ps CPU does per sync step on one shard (R <= W, src/ps/shard.c):
+ * sum R gradient slots where they lie and apply Adam (TF1) in one fused
+ * pass: R = 2 is rdm_opt_apply(g1 = slot 0, g2 = slot 1, scale = 1/2); R >= 3
+ * first rdm_vec_sum2(acc, slot 0, slot 1), rdm_vec_add for slots 2..R-2,
+ * then rdm_opt_apply(g1 = acc, g2 = last slot, 1/R); each writes the other
  * parameter buffer (double buffering).  Reference, in the same run over the
  * same bytes: the streaming loop a[i] += b[i].
  *
@@ -66,14 +68,19 @@ static void run_once(struct ctx *c, enum what w)
 	case W_VECADD:
 		rdm_vec_add(c->acc, c->slot[0], c->n);
 		break;
-	case W_STEP:
-		memcpy(c->acc, c->slot[0], c->n * sizeof(float));
-		for (int r = 1; r < c->R - 1; r++)
-			rdm_vec_add(c->acc, c->slot[r], c->n);
-		rdm_opt_apply(&c->cfg, &c->st, c->w[c->cur ^ 1], c->w[c->cur], c->acc,
+	case W_STEP: {
+		const float *g1 = c->slot[0];
+		if (c->R > 2) {
+			rdm_vec_sum2(c->acc, c->slot[0], c->slot[1], c->n);
+			for (int r = 2; r < c->R - 1; r++)
+				rdm_vec_add(c->acc, c->slot[r], c->n);
+			g1 = c->acc;
+		}
+		rdm_opt_apply(&c->cfg, &c->st, c->w[c->cur ^ 1], c->w[c->cur], g1,
 			      c->R > 1 ? c->slot[c->R - 1] : NULL, 1.0f / c->R, c->n);
 		c->cur ^= 1;
 		break;
+	}
 	}
 }
 
@@ -84,7 +91,7 @@ static double bytes_per_float(enum what w, int R)
 	case W_STREAM: return 12;
 	case W_ADAM: return 32;
 	case W_VECADD: return 12;
-	case W_STEP: return 8.0 /* copy */ + 12.0 * (R > 2 ? R - 2 : 0) + 32;
+	case W_STEP: return (R > 2 ? 12.0 /* sum2 */ + 12.0 * (R - 3) : 0) + 32;
 	}
 	return 0;
 }

@@ -192,3 +192,9 @@ void rdm_vec_add(float *restrict acc, const float *restrict g, size_t n)
 	for (size_t i = 0; i < n; i++)
 		acc[i] += g[i];
 }
+
+void rdm_vec_sum2(float *restrict out, const float *restrict a, const float *restrict b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = a[i] + b[i];
+}

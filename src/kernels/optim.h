@@ -46,4 +46,8 @@ void rdm_opt_apply(const struct rdm_opt_cfg *c, struct rdm_opt_state *s,
 /* acc[i] += g[i], vectorized. */
 void rdm_vec_add(float *acc, const float *g, size_t n);
 
+/* out[i] = a[i] + b[i], vectorized (the ps's first two of R >= 3
+ * gradients, summed where they lie: no copy). */
+void rdm_vec_sum2(float *out, const float *a, const float *b, size_t n);
+
 #endif

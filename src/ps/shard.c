@@ -154,21 +154,46 @@ static void on_grad(struct shard *s, int i)
 		return;
 	}
 	s->accepted++;
-	if (s->count + 1 < s->R) {
-		if (s->count == 0)
-			memcpy(s->acc, slot_floats(s, i), s->n * sizeof(float));
-		else
-			rdm_vec_add(s->acc, slot_floats(s, i), s->n);
-		s->count++;
-		s->pending[s->npending++] = i;
-		if (s->R > s->W) /* workers compute several batches per update */
-			release(s, i);
-		return;
-	}
-	/* the R-th: fuse its slot with the accumulator in the optimizer pass */
 	s->pending[s->npending++] = i;
-	apply_and_publish(s, s->count ? s->acc : slot_floats(s, i), s->count ? slot_floats(s, i) : NULL,
-			  1.0f / (float)s->R);
+	if (s->R > s->W) {
+		/* workers compute several batches per update: each is released
+		 * after its push and writes its slot again before the update, so
+		 * every gradient goes into acc on arrival (arrival order) */
+		if (s->count + 1 < s->R) {
+			if (s->count == 0)
+				memcpy(s->acc, slot_floats(s, i), s->n * sizeof(float));
+			else
+				rdm_vec_add(s->acc, slot_floats(s, i), s->n);
+			s->count++;
+			release(s, i);
+			return;
+		}
+		apply_and_publish(s, s->acc, slot_floats(s, i), 1.0f / (float)s->R);
+	} else {
+		/* R <= W: a pending gradient stays in its slot until the update
+		 * (its worker waits for the release to push again, a rejoined one
+		 * too), so nothing is copied: at the R-th the slots are summed
+		 * where they lie, in worker order (the result does not depend on
+		 * the arrival order), the last one fused into the optimizer pass:
+		 * R = 2 is one pass over both slots. */
+		if (++s->count < s->R)
+			return;
+		int *pd = s->pending, np = s->npending;
+		for (int x = 1; x < np; x++) /* insertion sort: np <= W */
+			for (int y = x; y > 0 && pd[y - 1] > pd[y]; y--) {
+				int t = pd[y];
+				pd[y] = pd[y - 1];
+				pd[y - 1] = t;
+			}
+		const float *g1 = slot_floats(s, pd[0]), *g2 = np > 1 ? slot_floats(s, pd[np - 1]) : NULL;
+		if (np > 2) {
+			rdm_vec_sum2(s->acc, g1, slot_floats(s, pd[1]), s->n);
+			for (int k = 2; k < np - 1; k++)
+				rdm_vec_add(s->acc, slot_floats(s, pd[k]), s->n);
+			g1 = s->acc;
+		}
+		apply_and_publish(s, g1, g2, 1.0f / (float)s->R);
+	}
 	s->count = 0;
 	for (int k = 0; k < s->npending; k++)
 		release(s, s->pending[k]);

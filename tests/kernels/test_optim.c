@@ -128,6 +128,10 @@ static void test_vec_add(void **st)
 	rdm_vec_add(a, b, N);
 	for (int i = 0; i < N; i++)
 		assert_float_equal(a[i], 1.5f * i, 0);
+	float c[N];
+	rdm_vec_sum2(c, a, b, N); /* 1.5 i + 0.5 i, exact in float for i < N */
+	for (int i = 0; i < N; i++)
+		assert_float_equal(c[i], 2.0f * i, 0);
 	enum rdm_opt_kind k;
 	assert_int_equal(rdm_opt_parse_kind("momentum", &k), 0);
 	assert_int_equal(k, RDM_OPT_MOMENTUM);

@@ -58,12 +58,13 @@ backup)
 	grep 'dropped (stale)' "$out"
 	;;
 equiv)
-	# (d) the sync path equals one process averaging the same two gradients
-	eq=$5; d1=${TMPDIR:-/tmp}/rdmaps-e2e-$$-w0.bin
-	timeout 300 "$bin" launch --ps=1 --workers=2 --sync_replicas --transport="$tr" \
+	# (d) the sync path equals one process averaging the same W gradients
+	# (W = $6, default 2; R = W; tolerance $7, default sync_equiv's 1e-5)
+	eq=$5; nw=${6:-2}; d1=${TMPDIR:-/tmp}/rdmaps-e2e-$$-w0.bin
+	timeout 300 "$bin" launch --ps=1 --workers="$nw" --sync_replicas --transport="$tr" \
 		--data_dir="$data" --train_steps=20 --seed=7 --log_every=10 --timeout=60 \
 		--dump_params="$d1" >"$out" 2>&1 || fail "launch exited non-zero"
-	timeout 120 "$eq" "$data" "$d1" 20 7 || { rm -f "$d1"; fail "sync result differs from the single-process reference"; }
+	timeout 120 "$eq" "$data" "$d1" 20 7 "$nw" ${7:+"$7"} || { rm -f "$d1"; fail "sync result differs from the single-process reference"; }
 	rm -f "$d1"
 	;;
 lstm)
