@@ -25,6 +25,8 @@ static void usage(FILE *f)
 		"  --tcp_spin_us=0 (tcp: busy-poll for replies up to N us before sleeping; pays off only when\n"
 		"  every busy thread has a core of its own)\n"
 		"reliability: --logdir=DIR --save_model_secs=600 --barrier_timeout=30 --recovery_timeout=60\n"
+		"cluster from the environment (no --job_name): TF_CONFIG, or Slurm (SLURM_*) with --slurm_num_ps=N\n"
+		"  [--port_base=8888]; --num_gpus=N is accepted and ignored (CPU only)\n"
 		"benchmark flags (bench/step): --straggler_task=N --straggler_delay_ms=MS (task N, default 0, sleeps MS\n"
 		"  per step in its compute phase), --snapshot_file=FILE --snapshot_every=N (the chief appends\n"
 		"  its parameters every N local steps: u64 global_step, f64 time, u64 nfloats, floats)\n");
@@ -266,7 +268,11 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		}
 	}
 	if (!j->job_name[0]) {
-		fprintf(stderr, "rdmaps: must specify --job_name (ps or worker), or TF_CONFIG\n");
+		if (getenv("SLURM_PROCID") && slurm_ps <= 0)
+			fprintf(stderr, "rdmaps: must specify --job_name (ps or worker), or TF_CONFIG; under Slurm, "
+				"--slurm_num_ps=N makes the first N tasks ps\n");
+		else
+			fprintf(stderr, "rdmaps: must specify --job_name (ps or worker), or TF_CONFIG\n");
 		return 2;
 	}
 	if (j->task_index < 0) {

@@ -97,6 +97,10 @@ cli)
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --barrier_timeout=0
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --recovery_timeout=-3
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --tcp_spin_us=-1
+	# under Slurm without --slurm_num_ps: exit 2 and say which flag is missing
+	SLURM_PROCID=0 "$bin" --train_steps=1 >"$out" 2>&1; rc=$?
+	[ $rc -eq 2 ] || fail "Slurm without --slurm_num_ps exited $rc, expected 2"
+	grep -q -- "--slurm_num_ps" "$out" || fail "Slurm without --slurm_num_ps: no hint at the flag"
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --tcp_spin_us=fast
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --logdir=
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
