@@ -186,11 +186,7 @@ ps_skew)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	start ps1 ps 1 2 ps1 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
-	wait_for "$dir/ps1.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 120 \
-		|| fail "ps 1 saved no checkpoint within 120 s"
-	saved=$(saved_step "$dir/ps1.log")
-	wait_step "$dir/w0.log" $((saved + 30)) 120 || fail "training did not go on after the save"
-	kill9 ps1
+	save_then_kill ps1 "ps 1" 120 30
 	echo "  killed ps 1 (SIGKILL) at global step >= $(last_step "$dir/w0.log"); its last checkpoint: $(saved_step "$dir/ps1.log")"
 	# the worker that next touches shard 1 notices (the other may be waiting
 	# for shard 0, which waits for that worker's gradient)
@@ -319,11 +315,7 @@ ps_restart)
 	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
-	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 120 \
-		|| fail "the ps saved no checkpoint within 120 s"
-	saved=$(saved_step "$dir/ps0.log")
-	wait_step "$dir/w0.log" $((saved + 10)) 120 || fail "training did not go on after the save"
-	kill9 ps0
+	save_then_kill ps0 "the ps" 120 10
 	ps_killed $steps
 	wait_for "$dir/w0.log" "Worker 0: lost ps 0" 60 || fail "worker 0 did not report the lost ps"
 	start ps0b ps 0 2 ps0b "${f[@]}"

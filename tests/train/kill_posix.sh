@@ -108,11 +108,7 @@ ps_restart)
 	start_ps ps0 2 $f
 	# shellcheck disable=SC2086
 	for i in 0 1; do start w$i worker $i 2 $f; done
-	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 240 \
-		|| fail "the ps saved no checkpoint within 240 s"
-	saved=$(saved_step "$dir/ps0.log")
-	wait_step "$dir/w0.log" $((saved + 2)) 240 || fail "training did not go on after the save"
-	kill9 ps0
+	save_then_kill ps0 "the ps" 240 2
 	wait_exit ps0 30
 	ps_killed "$steps"
 	wait_for "$dir/w0.log" "Worker 0: lost ps 0" 120 || fail "worker 0 did not report the lost ps"

@@ -2,7 +2,8 @@
 # busybox in the SoftRoCE VM): sourced by both, so POSIX sh only.
 # The sourcing script sets $dir (its scratch folder; the tasks' logs are
 # $dir/NAME.log) and defines wait_exit NAME SECS (waits for the task NAME to
-# end, fails the test after SECS s, leaves its exit status in $st).
+# end, fails the test after SECS s, leaves its exit status in $st) and
+# kill9 NAME (SIGKILLs the task NAME).
 # Knobs: fail_tail (lines of each log shown on failure, default 30),
 # poll (seconds between two looks at a log, default 0.1).
 # This file must stay executable: ci/softroce/run copies the executables
@@ -46,6 +47,17 @@ wait_step() {
 # the global step of the last checkpoint a ps log says it saved (empty if none)
 saved_step() {
 	sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$1" | tail -1
+}
+# save_then_kill PS WHO SECS MORE: waits (up to SECS s each) for the ps task
+# PS to save a checkpoint past global step 0 (WHO: how a failure names it),
+# then for worker 0 to print MORE steps past it, then kills PS with the
+# sourcing script's kill9 NAME; $saved: that checkpoint's global step
+save_then_kill() {
+	wait_for "$dir/$1.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" "$3" \
+		|| fail "$2 saved no checkpoint within $3 s"
+	saved=$(saved_step "$dir/$1.log")
+	wait_step "$dir/w0.log" $((saved + $4)) "$3" || fail "training did not go on after the save"
+	kill9 "$1"
 }
 # wait_ok SECS NAME...: each task ends within SECS s, with exit status 0
 wait_ok() {
