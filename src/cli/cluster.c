@@ -200,6 +200,19 @@ void rdmaps_cluster_free(struct rdmaps_cluster *c)
 	memset(c, 0, sizeof *c);
 }
 
+/* Hands the host lists *ps (nps entries) and *wk (nwk) over to c, which owns
+ * them from now on (rdmaps_cluster_free), and clears the caller's pointers
+ * so that its cleanup frees nothing. */
+static void cluster_take_hosts(struct rdmaps_cluster *c, char ***ps, int nps, char ***wk,
+			       int nwk)
+{
+	c->ps_hosts = *ps;
+	c->nps = nps;
+	c->worker_hosts = *wk;
+	c->nworkers = nwk;
+	*ps = *wk = NULL;
+}
+
 /* ---- TF_CONFIG ---------------------------------------------------------- */
 
 /* Copy a JSON array of "host:port" strings into *out (appended at *n). */
@@ -364,11 +377,7 @@ int rdmaps_cluster_from_tf_config(const char *json, struct rdmaps_cluster *c, ch
 			  type);
 		goto out;
 	}
-	c->ps_hosts = ps;
-	c->nps = nps;
-	c->worker_hosts = wk;
-	c->nworkers = nwk;
-	ps = wk = NULL;
+	cluster_take_hosts(c, &ps, nps, &wk, nwk);
 out:
 	free_strv(ps, nps);
 	free_strv(wk, nwk);
@@ -744,11 +753,7 @@ int rdmaps_cluster_from_slurm(int nps, int port_base, struct rdmaps_cluster *c, 
 		strcpy(c->job_name, "worker");
 		c->task_index = (int)(rank - nps);
 	}
-	c->ps_hosts = ps;
-	c->nps = nps;
-	c->worker_hosts = wk;
-	c->nworkers = nwk_done;
-	ps = wk = NULL;
+	cluster_take_hosts(c, &ps, nps, &wk, nwk_done);
 out:
 	free_strv(ps, nps_done);
 	free_strv(wk, nwk_done);

@@ -87,6 +87,14 @@ static int restore(uint64_t *step, float *p)
 	return rc;
 }
 
+/* the newest valid checkpoint restores (its parameters into p), at step want */
+static void expect_restored(uint64_t want, float *p)
+{
+	uint64_t s = 0;
+	assert_int_equal(restore(&s, p), RDMAPS_OK);
+	assert_int_equal(s, want);
+}
+
 static char *ckpt_path(uint64_t step)
 {
 	static char p[600];
@@ -110,9 +118,7 @@ static void t_roundtrip(void **state)
 	(void)state;
 	save_step(42, 5);
 	float p[NF];
-	uint64_t s = 0;
-	assert_int_equal(restore(&s, p), RDMAPS_OK);
-	assert_int_equal(s, 42);
+	expect_restored(42, p);
 	for (int i = 0; i < NF; i++)
 		assert_true(p[i] == 42 + (float)i * 0.5f);
 }
@@ -165,6 +171,17 @@ static void t_prune_higher(void **state)
 	assert_int_equal(count_files(), 4);
 }
 
+/* checkpoints of steps 10 and 20 saved (keep 5); returns the newest's size */
+static long save_10_and_20(void)
+{
+	struct stat st;
+
+	save_step(10, 5);
+	save_step(20, 5);
+	assert_int_equal(stat(ckpt_path(20), &st), 0);
+	return (long)st.st_size;
+}
+
 static void flip(const char *path, long off)
 {
 	FILE *f = fopen(path, "r+b");
@@ -179,42 +196,29 @@ static void flip(const char *path, long off)
 static void t_corrupt_any_byte(void **state)
 {
 	(void)state;
-	save_step(10, 5);
-	save_step(20, 5);
-	struct stat st;
-	assert_int_equal(stat(ckpt_path(20), &st), 0);
+	long size = save_10_and_20();
 	float p[NF];
 	/* Every byte of the newest file, flipped in turn: the previous one is used. */
-	for (long off = 0; off < st.st_size; off += (off < 128 ? 1 : 97)) {
+	for (long off = 0; off < size; off += (off < 128 ? 1 : 97)) {
 		flip(ckpt_path(20), off);
-		uint64_t s = 0;
-		assert_int_equal(restore(&s, p), RDMAPS_OK);
-		assert_int_equal(s, 10);
+		expect_restored(10, p);
 		flip(ckpt_path(20), off);
 	}
-	flip(ckpt_path(20), st.st_size - 1);
-	uint64_t s = 0;
-	assert_int_equal(restore(&s, p), RDMAPS_OK);
-	assert_int_equal(s, 10);
-	flip(ckpt_path(20), st.st_size - 1);
-	assert_int_equal(restore(&s, p), RDMAPS_OK);
-	assert_int_equal(s, 20);
+	flip(ckpt_path(20), size - 1);
+	expect_restored(10, p);
+	flip(ckpt_path(20), size - 1);
+	expect_restored(20, p);
 }
 
 static void t_truncated(void **state)
 {
 	(void)state;
-	save_step(10, 5);
-	save_step(20, 5);
-	struct stat st;
-	assert_int_equal(stat(ckpt_path(20), &st), 0);
-	long cuts[] = { 0, 3, 50, 88, 200, st.st_size - 1 };
+	long size = save_10_and_20();
+	long cuts[] = { 0, 3, 50, 88, 200, size - 1 };
 	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
 		assert_int_equal(truncate(ckpt_path(20), cuts[i]), 0);
 		float p[NF];
-		uint64_t s = 0;
-		assert_int_equal(restore(&s, p), RDMAPS_OK);
-		assert_int_equal(s, 10);
+		expect_restored(10, p);
 	}
 }
 
@@ -227,9 +231,7 @@ static void t_layout_hash(void **state)
 	md.layout_hash = 0x999;
 	fill(p, 20);
 	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, p, p, 5), RDMAPS_OK);
-	uint64_t s = 0;
-	assert_int_equal(restore(&s, p), RDMAPS_OK);
-	assert_int_equal(s, 10);
+	expect_restored(10, p);
 	/* wrong nfloats is skipped too */
 	struct rdmaps_ckpt_meta out;
 	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF - 1, &out, p, NULL, NULL, NULL, 0),
@@ -262,9 +264,7 @@ static void t_tmp_ignored(void **state)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", ckpt_path(30));
 	assert_int_equal(rename(ckpt_path(30), tmp), 0);   /* a complete but unrenamed tmp */
 	float p[NF];
-	uint64_t s = 0;
-	assert_int_equal(restore(&s, p), RDMAPS_OK);
-	assert_int_equal(s, 10);
+	expect_restored(10, p);
 	/* the tmp is not counted or pruned by keep */
 	save_step(40, 1);
 	assert_int_equal(access(tmp, F_OK), 0);

@@ -102,6 +102,8 @@ static void test_hostlist(void **st)
 }
 
 #define TF(c, t) "{\"cluster\":" c ",\"task\":" t "}"
+/* the cluster of one ps and one worker */
+#define PW1 "{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}"
 
 static void tf_ok(const char *json, const char *job, int idx, int nps, int nwk)
 {
@@ -172,43 +174,43 @@ static void test_tf_config(void **st)
 	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"type\":\"chief\",\"index\":0}"),
 	       "no chief job");
 
-	/* invalid */
-	tf_bad(NULL, "empty");
-	tf_bad("", "empty");
-	tf_bad("{\"cluster\":", "not valid JSON");
-	tf_bad("[1,2]", "JSON object");
-	tf_bad("{\"task\":{\"type\":\"ps\",\"index\":0}}", "no \"cluster\"");
-	tf_bad("{\"cluster\":{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}}", "no \"task\"");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"index\":0}"), "task.type");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"type\":3,\"index\":0}"), "task.type");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"type\":\"ps\"}"), "task.index");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"type\":\"ps\",\"index\":\"0\"}"),
-	       "task.index");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"type\":\"ps\",\"index\":-1}"),
-	       "task.index");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"type\":\"ps\",\"index\":0.5}"),
-	       "task.index");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"type\":\"ps\",\"index\":1}"),
-	       "ps:1 out of range");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"type\":\"worker\",\"index\":1}"),
-	       "worker:1 out of range");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"],\"evaluator\":[\"e:1\"]}",
-		  "{\"type\":\"evaluator\",\"index\":0}"),
-	       "evaluator");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}", "{\"type\":\"foo\",\"index\":0}"),
-	       "unknown");
-	tf_bad(TF("{\"worker\":[\"w:1\"]}", "{\"type\":\"worker\",\"index\":0}"), "no \"ps\"");
-	tf_bad(TF("{\"ps\":[],\"worker\":[\"w:1\"]}", "{\"type\":\"worker\",\"index\":0}"),
-	       "cluster.ps is empty");
-	tf_bad(TF("{\"ps\":[\"p:1\"]}", "{\"type\":\"ps\",\"index\":0}"), "no worker");
-	tf_bad(TF("{\"ps\":\"p:1\",\"worker\":[\"w:1\"]}", "{\"type\":\"ps\",\"index\":0}"),
-	       "must be an array");
-	tf_bad(TF("{\"ps\":[1],\"worker\":[\"w:1\"]}", "{\"type\":\"ps\",\"index\":0}"),
-	       "cluster.ps[0] is not a string");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\",\"w\"]}", "{\"type\":\"ps\",\"index\":0}"),
-	       "cluster.worker entry 2 'w': missing ':port'");
-	tf_bad(TF("{\"ps\":[\"p:1\"],\"worker\":[\"p:1\"]}", "{\"type\":\"ps\",\"index\":0}"),
-	       "used twice");
+	/* invalid: the document, and what the message must name */
+	static const struct {
+		const char *json, *msg;
+	} bad[] = {
+		{ NULL, "empty" },
+		{ "", "empty" },
+		{ "{\"cluster\":", "not valid JSON" },
+		{ "[1,2]", "JSON object" },
+		{ "{\"task\":{\"type\":\"ps\",\"index\":0}}", "no \"cluster\"" },
+		{ "{\"cluster\":{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"]}}", "no \"task\"" },
+		{ TF(PW1, "{\"index\":0}"), "task.type" },
+		{ TF(PW1, "{\"type\":3,\"index\":0}"), "task.type" },
+		{ TF(PW1, "{\"type\":\"ps\"}"), "task.index" },
+		{ TF(PW1, "{\"type\":\"ps\",\"index\":\"0\"}"), "task.index" },
+		{ TF(PW1, "{\"type\":\"ps\",\"index\":-1}"), "task.index" },
+		{ TF(PW1, "{\"type\":\"ps\",\"index\":0.5}"), "task.index" },
+		{ TF(PW1, "{\"type\":\"ps\",\"index\":1}"), "ps:1 out of range" },
+		{ TF(PW1, "{\"type\":\"worker\",\"index\":1}"), "worker:1 out of range" },
+		{ TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"],\"evaluator\":[\"e:1\"]}",
+		     "{\"type\":\"evaluator\",\"index\":0}"),
+		  "evaluator" },
+		{ TF(PW1, "{\"type\":\"foo\",\"index\":0}"), "unknown" },
+		{ TF("{\"worker\":[\"w:1\"]}", "{\"type\":\"worker\",\"index\":0}"), "no \"ps\"" },
+		{ TF("{\"ps\":[],\"worker\":[\"w:1\"]}", "{\"type\":\"worker\",\"index\":0}"),
+		  "cluster.ps is empty" },
+		{ TF("{\"ps\":[\"p:1\"]}", "{\"type\":\"ps\",\"index\":0}"), "no worker" },
+		{ TF("{\"ps\":\"p:1\",\"worker\":[\"w:1\"]}", "{\"type\":\"ps\",\"index\":0}"),
+		  "must be an array" },
+		{ TF("{\"ps\":[1],\"worker\":[\"w:1\"]}", "{\"type\":\"ps\",\"index\":0}"),
+		  "cluster.ps[0] is not a string" },
+		{ TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\",\"w\"]}", "{\"type\":\"ps\",\"index\":0}"),
+		  "cluster.worker entry 2 'w': missing ':port'" },
+		{ TF("{\"ps\":[\"p:1\"],\"worker\":[\"p:1\"]}", "{\"type\":\"ps\",\"index\":0}"),
+		  "used twice" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		tf_bad(bad[i].json, bad[i].msg);
 }
 
 /* ---- Slurm ---- */

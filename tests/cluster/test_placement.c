@@ -25,24 +25,35 @@ static struct rdm_tensor mk(const char *name, int d0, int d1, size_t *off)
 	return t;
 }
 
-static int mlp(struct rdm_tensor *t)
+/* A tensor's name and shape (d1 = 0: a vector of d0). */
+struct spec {
+	const char *name;
+	int d0, d1;
+};
+
+/* t[0..n) made from spec[0..n), laid out one after the other; returns n */
+static int mk_all(struct rdm_tensor *t, const struct spec *spec, int n)
 {
 	size_t off = 0;
-	t[0] = mk("hid_w", 784, 100, &off);
-	t[1] = mk("hid_b", 100, 0, &off);
-	t[2] = mk("sm_w", 100, 10, &off);
-	t[3] = mk("sm_b", 10, 0, &off);
-	return 4;
+	for (int i = 0; i < n; i++)
+		t[i] = mk(spec[i].name, spec[i].d0, spec[i].d1, &off);
+	return n;
+}
+
+static int mlp(struct rdm_tensor *t)
+{
+	static const struct spec s[] = {
+		{ "hid_w", 784, 100 }, { "hid_b", 100, 0 }, { "sm_w", 100, 10 }, { "sm_b", 10, 0 },
+	};
+	return mk_all(t, s, 4);
 }
 
 static int lstm(struct rdm_tensor *t)
 {
-	size_t off = 0;
-	t[0] = mk("lstm_w", 28 + 128, 512, &off);
-	t[1] = mk("lstm_b", 512, 0, &off);
-	t[2] = mk("out_w", 128, 10, &off);
-	t[3] = mk("out_b", 10, 0, &off);
-	return 4;
+	static const struct spec s[] = {
+		{ "lstm_w", 28 + 128, 512 }, { "lstm_b", 512, 0 }, { "out_w", 128, 10 }, { "out_b", 10, 0 },
+	};
+	return mk_all(t, s, 4);
 }
 
 /* Every float placed exactly once; shard layouts contiguous and consistent;
@@ -168,13 +179,11 @@ static void test_greedy_small(void **st)
 {
 	(void)st;
 	/* no tensor above the fair share: plain greedy argmin in creation order */
+	static const struct spec s[] = {
+		{ "a", 10, 0 }, { "b", 10, 0 }, { "c", 5, 0 }, { "d", 5, 0 }, { "e", 10, 0 },
+	};
 	struct rdm_tensor t[5];
-	size_t off = 0;
-	t[0] = mk("a", 10, 0, &off);
-	t[1] = mk("b", 10, 0, &off);
-	t[2] = mk("c", 5, 0, &off);
-	t[3] = mk("d", 5, 0, &off);
-	t[4] = mk("e", 10, 0, &off);
+	mk_all(t, s, 5);
 	struct rdmaps_placement p;
 	assert_int_equal(rdmaps_place(t, 5, 2, &p), 0);
 	check(t, 5, 2, &p);
@@ -196,14 +205,12 @@ static void test_many_big(void **st)
 {
 	(void)st;
 	/* several large tensors and odd sizes, up to 7 shards */
+	static const struct spec s[] = {
+		{ "x", 1001, 37 }, { "y", 3, 0 }, { "z", 999, 41 },
+		{ "s", 1, 0 },     { "u", 513, 7 }, { "v", 77, 0 },
+	};
 	struct rdm_tensor t[6];
-	size_t off = 0;
-	t[0] = mk("x", 1001, 37, &off);
-	t[1] = mk("y", 3, 0, &off);
-	t[2] = mk("z", 999, 41, &off);
-	t[3] = mk("s", 1, 0, &off);
-	t[4] = mk("u", 513, 7, &off);
-	t[5] = mk("v", 77, 0, &off);
+	mk_all(t, s, 6);
 	for (int nps = 1; nps <= 7; nps++) {
 		struct rdmaps_placement p;
 		assert_int_equal(rdmaps_place(t, 6, nps, &p), 0);

@@ -135,15 +135,40 @@ static void expect_fail(const char *ip, const char *lp, int code, const char *mu
 		assert_non_null(strstr(err, must_say));
 }
 
+/* A corrupt pair of files: images "i" written by make_images(P("i"), imagic,
+ * in, rows, cols, iextra, igz), labels "l" by make_labels(P("l"), lmagic, ln,
+ * lextra, lgz, lbad_at).  Loading them must fail with RDMAPS_E_CORRUPT, the
+ * message naming the file bad ("i" or "l") and saying says. */
+struct corrupt_pair {
+	uint32_t imagic, in, rows, cols;
+	long iextra;
+	int igz;
+	uint32_t lmagic, ln;
+	long lextra;
+	int lgz, lbad_at;
+	const char *bad, *says;
+};
+
+static void expect_corrupt(const struct corrupt_pair *t, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		make_images(P("i"), t[k].imagic, t[k].in, t[k].rows, t[k].cols, t[k].iextra, t[k].igz);
+		make_labels(P("l"), t[k].lmagic, t[k].ln, t[k].lextra, t[k].lgz, t[k].lbad_at);
+		expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P(t[k].bad), t[k].says);
+	}
+}
+#define EXPECT_CORRUPT(...)                                                     \
+	do {                                                                    \
+		static const struct corrupt_pair t_[] = { __VA_ARGS__ };        \
+		expect_corrupt(t_, sizeof(t_) / sizeof(t_[0]));                 \
+	} while (0)
+
 static void t_truncated(void **st)
 {
 	(void)st;
-	make_images(P("i"), 0x803, 12, 3, 4, -5, 0);
-	make_labels(P("l"), 0x801, 12, 0, 0, -1);
-	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("i"), "truncated");
-	make_images(P("i"), 0x803, 12, 3, 4, 0, 0);
-	make_labels(P("l"), 0x801, 12, -1, 1, -1);
-	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("l"), "truncated");
+	/*               images                  labels               file   says */
+	EXPECT_CORRUPT({ 0x803, 12, 3, 4, -5, 0, 0x801, 12, 0, 0, -1, "i", "truncated" },
+		       { 0x803, 12, 3, 4, 0, 0, 0x801, 12, -1, 1, -1, "l", "truncated" });
 	make_images(P("i"), 0x803, 12, 3, 4, 0, 0);
 	write_bytes(P("l"), (const uint8_t *)"\0\0\x08", 3, 0);
 	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("l"), "header");
@@ -165,42 +190,28 @@ static void t_truncated_gzip_stream(void **st)
 static void t_bad_magic(void **st)
 {
 	(void)st;
-	make_images(P("i"), 0x801, 12, 3, 4, 0, 0);
-	make_labels(P("l"), 0x801, 12, 0, 0, -1);
-	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("i"), "magic");
-	make_images(P("i"), 0x803, 12, 3, 4, 0, 1);
-	make_labels(P("l"), 0x803, 12, 0, 1, -1);
-	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("l"), "magic");
+	EXPECT_CORRUPT({ 0x801, 12, 3, 4, 0, 0, 0x801, 12, 0, 0, -1, "i", "magic" },
+		       { 0x803, 12, 3, 4, 0, 1, 0x803, 12, 0, 1, -1, "l", "magic" });
 }
 
 static void t_wrong_counts(void **st)
 {
 	(void)st;
-	make_images(P("i"), 0x803, 12, 3, 4, 0, 0);
-	make_labels(P("l"), 0x801, 11, 0, 0, -1);
-	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("l"), "11 labels");
-	make_images(P("i"), 0x803, 12, 0, 4, 0, 0);
-	make_labels(P("l"), 0x801, 12, 0, 0, -1);
-	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("i"), "dimensions");
+	EXPECT_CORRUPT({ 0x803, 12, 3, 4, 0, 0, 0x801, 11, 0, 0, -1, "l", "11 labels" },
+		       { 0x803, 12, 0, 4, 0, 0, 0x801, 12, 0, 0, -1, "i", "dimensions" });
 }
 
 static void t_trailing(void **st)
 {
 	(void)st;
-	make_images(P("i"), 0x803, 12, 3, 4, 1, 1);
-	make_labels(P("l"), 0x801, 12, 0, 0, -1);
-	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("i"), "trailing");
-	make_images(P("i"), 0x803, 12, 3, 4, 0, 0);
-	make_labels(P("l"), 0x801, 12, 3, 0, -1);
-	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("l"), "trailing");
+	EXPECT_CORRUPT({ 0x803, 12, 3, 4, 1, 1, 0x801, 12, 0, 0, -1, "i", "trailing" },
+		       { 0x803, 12, 3, 4, 0, 0, 0x801, 12, 3, 0, -1, "l", "trailing" });
 }
 
 static void t_label_range(void **st)
 {
 	(void)st;
-	make_images(P("i"), 0x803, 12, 3, 4, 0, 0);
-	make_labels(P("l"), 0x801, 12, 0, 0, 7);
-	expect_fail(P("i"), P("l"), RDMAPS_E_CORRUPT, P("l"), "record 7");
+	EXPECT_CORRUPT({ 0x803, 12, 3, 4, 0, 0, 0x801, 12, 0, 0, 7, "l", "record 7" });
 }
 
 static void t_missing(void **st)

@@ -23,21 +23,21 @@ static int run(int argc, const char *const *argv)
 static void test_bad_flags(void **st)
 {
 	(void)st;
-	assert_int_equal(RUN("--bogus"), 2);
-	assert_int_equal(RUN("--model=cnn"), 2);
-	assert_int_equal(RUN("--model", "rnn"), 2);
-	assert_int_equal(RUN("--epochs=x"), 2);
-	assert_int_equal(RUN("--epochs=-1"), 2);
-	assert_int_equal(RUN("--batch_size=0"), 2);
-	assert_int_equal(RUN("--learning_rate=abc"), 2);
-	assert_int_equal(RUN("--learning_rate=-0.1"), 2);
-	assert_int_equal(RUN("--threads=0"), 2);
-	assert_int_equal(RUN("--hidden_units=1x"), 2);
-	assert_int_equal(RUN("--seed=-3"), 2);
-	assert_int_equal(RUN("--optimizer=rmsprop"), 2);
-	assert_int_equal(RUN("--loss=max"), 2);
-	assert_int_equal(RUN("--learning_rate"), 2);
-	assert_int_equal(RUN("stray"), 2);
+	/* each a bad flag or value (one argument, or a flag and its value) */
+	static const char *const bad[][2] = {
+		{ "--bogus" }, { "--model=cnn" }, { "--model", "rnn" },
+		{ "--epochs=x" }, { "--epochs=-1" }, { "--batch_size=0" },
+		{ "--learning_rate=abc" }, { "--learning_rate=-0.1" }, { "--threads=0" },
+		{ "--hidden_units=1x" }, { "--seed=-3" }, { "--optimizer=rmsprop" },
+		{ "--loss=max" }, { "--learning_rate" }, { "stray" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *argv[] = { "train", bad[i][0], bad[i][1] };
+		int rc = run(bad[i][1] ? 3 : 2, argv);
+		if (rc != 2)
+			fail_msg("train %s %s: exit %d, want 2", bad[i][0],
+				 bad[i][1] ? bad[i][1] : "", rc);
+	}
 	assert_int_equal(RUN("--help"), 0);
 }
 

@@ -47,11 +47,10 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/*.log; do echo "--- $(basename "$f") (last 30 lines)"; tail -30 "$f"; done
-	exit 1
-}
+# fail, now, wait_for, last_step, wait_step, saved_step, wait_ok and the
+# checks both kill scripts make: lib.sh (beside this script, POSIX sh)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh"
 
 # n free loopback ports: bound to port 0 together, so they are distinct
 free_ports() {
@@ -62,28 +61,7 @@ for x in s: x.bind(("127.0.0.1", 0))
 print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"
 }
 
-# wait_for FILE REGEX SECS [FROM]: until a line of FILE (from line FROM on,
-# default 1) matches the extended regex
-wait_for() {
-	local end=$((SECONDS + $3)) from=${4:-1}
-	until tail -n +"$from" "$1" 2>/dev/null | grep -Eq "$2"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.1
-	done
-}
 nlines() { wc -l <"$1"; }
-# last global step a worker printed (-1 if none)
-last_step() {
-	sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$1" 2>/dev/null | tail -1 | grep . || echo -1
-}
-# wait_step FILE MIN SECS: until the worker printed a global step >= MIN
-wait_step() {
-	local end=$((SECONDS + $3))
-	until [ "$(last_step "$1")" -ge "$2" ]; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.1
-	done
-}
 # wait_exit NAME SECS: wait for the task to exit; its status in $st
 wait_exit() {
 	local end=$((SECONDS + $2)) p=${pid[$1]}
@@ -93,6 +71,10 @@ wait_exit() {
 	done
 	wait "$p"; st=$?
 	unset "pid[$1]"
+}
+# kill9 NAME: SIGKILL the task, reap it, forget it
+kill9() {
+	kill -9 "${pid[$1]}"; wait "${pid[$1]}" 2>/dev/null; unset "pid[$1]"
 }
 
 read -r -a ports <<<"$(free_ports 6)" || fail "no free ports"
@@ -128,18 +110,12 @@ worker_backup)
 	start ps0 ps 0 3 ps0 "${f[@]}"
 	for i in 0 1 2; do start w$i worker $i 3 w$i "${f[@]}"; done
 	wait_step "$dir/w2.log" 50 120 || fail "worker 2 did not reach global step 50"
-	kill -9 "${pid[w2]}"; wait "${pid[w2]}" 2>/dev/null; unset "pid[w2]"
+	kill9 w2
 	killed_at=$(last_step "$dir/w2.log")
 	echo "  killed worker 2 (SIGKILL) at global step $killed_at"
-	for t in w0 w1 ps0; do
-		wait_exit $t 180
-		[ "$st" -eq 0 ] || fail "$t exited $st"
-	done
+	wait_ok 180 w0 w1 ps0
 	[ "$killed_at" -lt $steps ] || fail "worker 2 was killed after the end: not a mid-run kill"
-	grep -q "ps 0: lost worker 2" "$dir/ps0.log" || fail "the ps did not notice worker 2 was gone"
-	grep -q "ps 0: worker 2 left without finishing" "$dir/ps0.log" || fail "the ps did not report worker 2 as unfinished"
-	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
-	for i in 0 1; do grep -q "validation cross entropy" "$dir/w$i.log" || fail "worker $i did not finish"; done
+	check_backup_done $steps
 	grep -h "lost worker\|left without\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
 worker_rejoin)
@@ -149,7 +125,7 @@ worker_rejoin)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_step "$dir/w1.log" 50 120 || fail "worker 1 did not reach global step 50"
-	kill -9 "${pid[w1]}"; wait "${pid[w1]}" 2>/dev/null; unset "pid[w1]"
+	kill9 w1
 	# only lines printed after the kill count
 	from_ps=$(($(nlines "$dir/ps0.log") + 1)); from_w0=$(($(nlines "$dir/w0.log") + 1))
 	killed_at=$(last_step "$dir/w1.log")
@@ -162,10 +138,7 @@ worker_rejoin)
 	tail -n +"$from_ps" "$dir/ps0.log" | grep -m1 "barrier timeout" | sed 's/^/  /'
 	tail -n +"$from_w0" "$dir/w0.log" | grep -m1 "barrier timeout" | sed 's/^/  /'
 	start w1b worker 1 2 w1b "${f[@]}"
-	for t in w1b w0 ps0; do
-		wait_exit $t 180
-		[ "$st" -eq 0 ] || fail "$t exited $st"
-	done
+	wait_ok 180 w1b w0 ps0
 	grep -q "ps 0: worker 1 rejoined" "$dir/ps0.log" || fail "the ps did not report worker 1 rejoining"
 	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
 	for l in w0 w1b; do grep -q "validation cross entropy" "$dir/$l.log" || fail "$l did not finish"; done
@@ -195,14 +168,11 @@ duplicate)
 	at=$(last_step "$dir/w1.log")
 	wait_step "$dir/w1.log" $((at + 20)) 120 || fail "worker 1 stopped training after the refused duplicate"
 	# killed and restarted at once (no wait for the ps to notice): it rejoins
-	kill -9 "${pid[w1]}"; wait "${pid[w1]}" 2>/dev/null; unset "pid[w1]"
+	kill9 w1
 	killed_at=$(last_step "$dir/w1.log")
 	[ "$killed_at" -lt $steps ] || fail "worker 1 was killed after the end"
 	start w1b worker 1 2 w1b "${f[@]}"
-	for t in w1b w0 ps0; do
-		wait_exit $t 180
-		[ "$st" -eq 0 ] || fail "$t exited $st"
-	done
+	wait_ok 180 w1b w0 ps0
 	grep -q "ps 0: worker 1 rejoined" "$dir/ps0.log" || fail "the restarted worker 1 did not rejoin"
 	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
 	for l in w0 w1b; do grep -q "validation cross entropy" "$dir/$l.log" || fail "$l did not finish"; done
@@ -216,12 +186,8 @@ ps_skew)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	start ps1 ps 1 2 ps1 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
-	wait_for "$dir/ps1.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 120 \
-		|| fail "ps 1 saved no checkpoint within 120 s"
-	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps1.log" | tail -1)
-	wait_step "$dir/w0.log" $((saved + 30)) 120 || fail "training did not go on after the save"
-	kill -9 "${pid[ps1]}"; wait "${pid[ps1]}" 2>/dev/null; unset "pid[ps1]"
-	echo "  killed ps 1 (SIGKILL) at global step >= $(last_step "$dir/w0.log"); its last checkpoint: $(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps1.log" | tail -1)"
+	save_then_kill ps1 "ps 1" 120 30
+	echo "  killed ps 1 (SIGKILL) at global step >= $(last_step "$dir/w0.log"); its last checkpoint: $(saved_step "$dir/ps1.log")"
 	# the worker that next touches shard 1 notices (the other may be waiting
 	# for shard 0, which waits for that worker's gradient)
 	end=$((SECONDS + 60))
@@ -230,10 +196,7 @@ ps_skew)
 		sleep 0.1
 	done
 	start ps1b ps 1 2 ps1b "${f[@]}"
-	for t in w0 w1 ps0 ps1b; do
-		wait_exit $t 240
-		[ "$st" -eq 0 ] || fail "$t exited $st"
-	done
+	wait_ok 240 w0 w1 ps0 ps1b
 	grep -q "ps 1: restored checkpoint .*shard-1-step-" "$dir/ps1b.log" || fail "the restarted ps 1 restored nothing"
 	grep -q "global step $steps, " "$dir/ps0.log" || fail "ps 0 did not end at global step $steps"
 	nskew=0
@@ -328,7 +291,7 @@ finished_early)
 		else
 			# a checkpoint to restore: the step stopped moving, one comes within 1 s
 			wait_for "$dir/ps0B.log" "saved checkpoint" 30 || fail "(B) the ps saved no checkpoint"
-			kill -9 "${pid[ps0B]}"; wait "${pid[ps0B]}" 2>/dev/null; unset "pid[ps0B]"
+			kill9 ps0B
 			start ps0C ps 0 2 ps0C "${f[@]}"
 			wait_exit ps0C 40
 			[ "$st" -eq 1 ] || fail "(B) the restarted ps exited $st, expected 1"
@@ -352,34 +315,12 @@ ps_restart)
 	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
-	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 120 \
-		|| fail "the ps saved no checkpoint within 120 s"
-	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0.log" | tail -1)
-	wait_step "$dir/w0.log" $((saved + 10)) 120 || fail "training did not go on after the save"
-	kill -9 "${pid[ps0]}"; wait "${pid[ps0]}" 2>/dev/null; unset "pid[ps0]"
-	# what was saved and reached before the kill (the ps is dead: no more lines)
-	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0.log" | tail -1)
-	g0=$(last_step "$dir/w0.log"); g1=$(last_step "$dir/w1.log")
-	reached=$((g0 > g1 ? g0 : g1))
-	echo "  killed the ps (SIGKILL) at global step >= $reached; its last checkpoint: global step $saved"
-	[ "$reached" -lt $steps ] || fail "the ps was killed after the end"
+	save_then_kill ps0 "the ps" 120 10
+	ps_killed $steps
 	wait_for "$dir/w0.log" "Worker 0: lost ps 0" 60 || fail "worker 0 did not report the lost ps"
 	start ps0b ps 0 2 ps0b "${f[@]}"
-	for t in w0 w1 ps0b; do
-		wait_exit $t 240
-		[ "$st" -eq 0 ] || fail "$t exited $st"
-	done
-	restored=$(sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0b.log")
-	[ -n "$restored" ] || fail "the restarted ps restored no checkpoint"
-	[ "$restored" -ge "$saved" ] || fail "restored global step $restored, but $saved was saved before the kill"
-	lost=$((reached - restored))
-	[ "$lost" -ge 0 ] || fail "restored global step $restored is beyond the $reached reached"
-	echo "  restored global step $restored; steps lost: $lost (all made after the last checkpoint)"
-	for i in 0 1; do
-		grep -q "Worker $i: reconnected to ps 0" "$dir/w$i.log" || fail "worker $i did not report reconnecting"
-		grep -q "validation cross entropy" "$dir/w$i.log" || fail "worker $i did not finish"
-	done
-	grep -q "global step $steps, " "$dir/ps0b.log" || fail "final global step is not $steps"
+	wait_ok 240 w0 w1 ps0b
+	check_ps_restored $steps
 	grep -h "lost ps\|reconnected\|restored\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
 ckpt_restore)

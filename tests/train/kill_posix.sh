@@ -30,12 +30,11 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/*.log; do [ -e "$f" ] && { echo "--- $(basename "$f") (last 25 lines)"; tail -25 "$f"; }; done
-	exit 1
-}
-now() { date +%s; }
+# fail, now, wait_for, last_step, wait_step, saved_step, wait_ok and the
+# checks both kill scripts make: lib.sh (beside this script)
+fail_tail=25 poll=0.2
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$(dirname "$0")/lib.sh"
 
 # start NAME JOB INDEX NWORKERS [flags]: a task in the background, through a
 # subshell that records its pid (NAME.pid) and, once it ended, its exit
@@ -63,31 +62,10 @@ wait_exit() {
 	end_=$(($(now) + $2))
 	until [ -s "$dir/$1.rc" ]; do
 		[ "$(now)" -ge $end_ ] && fail "$1 still running after $2 s"
-		sleep 0.2
+		sleep "$poll"
 	done
 	st=$(cat "$dir/$1.rc")
 	rm -f "$dir/$1.pid"
-}
-# wait_for FILE REGEX SECS [FROM]: until a line (from line FROM on) matches
-wait_for() {
-	end_=$(($(now) + $3))
-	until tail -n +"${4:-1}" "$1" 2>/dev/null | grep -Eq "$2"; do
-		[ "$(now)" -ge $end_ ] && return 1
-		sleep 0.2
-	done
-}
-# last global step a worker printed (-1 if none)
-last_step() {
-	s_=$(sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$1" 2>/dev/null | tail -1)
-	echo "${s_:--1}"
-}
-# wait_step FILE MIN SECS: until the worker printed a global step >= MIN
-wait_step() {
-	end_=$(($(now) + $3))
-	until [ "$(last_step "$1")" -ge "$2" ]; do
-		[ "$(now)" -ge $end_ ] && return 1
-		sleep 0.2
-	done
 }
 # start_ps NAME NWORKERS [flags]: the first ps, on a free port (3 tries);
 # exits 77 when the transport has no device
@@ -120,14 +98,8 @@ worker_backup)
 	killed_at=$(last_step "$dir/w2.log")
 	echo "  killed worker 2 (SIGKILL) at global step $killed_at"
 	[ "$killed_at" -lt "$steps" ] || fail "worker 2 was killed after the end: not a mid-run kill"
-	for t in w0 w1 ps0; do
-		wait_exit $t 240
-		[ "$st" -eq 0 ] || fail "$t exited $st"
-	done
-	grep -q "ps 0: lost worker 2" "$dir/ps0.log" || fail "the ps did not notice worker 2 was gone"
-	grep -q "ps 0: worker 2 left without finishing" "$dir/ps0.log" || fail "the ps did not report worker 2 as unfinished"
-	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
-	for i in 0 1; do grep -q "validation cross entropy" "$dir/w$i.log" || fail "worker $i did not finish"; done
+	wait_ok 240 w0 w1 ps0
+	check_backup_done "$steps"
 	grep -h "transport\|lost worker\|left without\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
 ps_restart)
@@ -136,36 +108,14 @@ ps_restart)
 	start_ps ps0 2 $f
 	# shellcheck disable=SC2086
 	for i in 0 1; do start w$i worker $i 2 $f; done
-	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 240 \
-		|| fail "the ps saved no checkpoint within 240 s"
-	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0.log" | tail -1)
-	wait_step "$dir/w0.log" $((saved + 2)) 240 || fail "training did not go on after the save"
-	kill9 ps0
+	save_then_kill ps0 "the ps" 240 2
 	wait_exit ps0 30
-	# what was saved and reached before the kill (the ps is dead: no more lines)
-	saved=$(sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0.log" | tail -1)
-	g0=$(last_step "$dir/w0.log"); g1=$(last_step "$dir/w1.log")
-	reached=$g0; [ "$g1" -gt "$reached" ] && reached=$g1
-	echo "  killed the ps (SIGKILL) at global step >= $reached; its last checkpoint: global step $saved"
-	[ "$reached" -lt "$steps" ] || fail "the ps was killed after the end"
+	ps_killed "$steps"
 	wait_for "$dir/w0.log" "Worker 0: lost ps 0" 120 || fail "worker 0 did not report the lost ps"
 	# shellcheck disable=SC2086
 	start ps0b ps 0 2 $f
-	for t in w0 w1 ps0b; do
-		wait_exit $t 240
-		[ "$st" -eq 0 ] || fail "$t exited $st"
-	done
-	restored=$(sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0b.log")
-	[ -n "$restored" ] || fail "the restarted ps restored no checkpoint"
-	[ "$restored" -ge "$saved" ] || fail "restored global step $restored, but $saved was saved before the kill"
-	lost=$((reached - restored))
-	[ "$lost" -ge 0 ] || fail "restored global step $restored is beyond the $reached reached"
-	echo "  restored global step $restored; steps lost: $lost (all made after the last checkpoint)"
-	for i in 0 1; do
-		grep -q "Worker $i: reconnected to ps 0" "$dir/w$i.log" || fail "worker $i did not report reconnecting"
-		grep -q "validation cross entropy" "$dir/w$i.log" || fail "worker $i did not finish"
-	done
-	grep -q "global step $steps, " "$dir/ps0b.log" || fail "final global step is not $steps"
+	wait_ok 240 w0 w1 ps0b
+	check_ps_restored "$steps"
 	grep -h "transport\|lost ps\|reconnected\|restored\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
 *) echo "usage: kill_posix.sh BIN TRANSPORT DATA_DIR worker_backup|ps_restart"; exit 2 ;;

@@ -96,6 +96,32 @@ static int do_connect(int timeout_ms)
 				    timeout_ms, &conn);
 }
 
+/* connect fails with want, and everything it made is freed again */
+static void connect_fails(int timeout_ms, int want)
+{
+	assert_int_equal(do_connect(timeout_ms), want);
+	assert_all_freed();
+}
+
+/* the connection torn down frees everything */
+static void conn_fini_all_freed(void)
+{
+	rt_verbs_ops.conn_fini(&conn);
+	assert_all_freed();
+}
+
+/* the listener torn down frees everything */
+static void listener_fini_all_freed(struct rt_listener *lst)
+{
+	rt_verbs_ops.listener_fini(lst);
+	assert_all_freed();
+}
+
+static long elapsed_ms(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1000 + (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
 /* ---- pure functions ------------------------------------------------------ */
 
 static void test_rights_mapping(void **state)
@@ -189,8 +215,7 @@ static void test_connect_alloc_pd_fails(void **state)
 {
 	(void)state;
 	mock_k.fail_alloc_pd = 1;
-	assert_int_equal(do_connect(200), RDMAPS_E_NOMEM);
-	assert_all_freed();
+	connect_fails(200, RDMAPS_E_NOMEM);
 }
 
 static void test_connect_reg_mr_fails(void **state)
@@ -211,16 +236,14 @@ static void test_connect_bad_grant(void **state)
 {
 	(void)state;
 	grants[1].id = 0; /* duplicate id */
-	assert_int_equal(do_connect(200), RDMAPS_E_INVAL);
-	assert_all_freed();
+	connect_fails(200, RDMAPS_E_INVAL);
 }
 
 static void test_connect_create_cq_fails(void **state)
 {
 	(void)state;
 	mock_k.fail_create_cq = 1;
-	assert_int_equal(do_connect(200), RDMAPS_E_NOMEM);
-	assert_all_freed();
+	connect_fails(200, RDMAPS_E_NOMEM);
 }
 
 static void test_connect_create_qp_fails(void **state)
@@ -242,7 +265,7 @@ static void test_connect_resolve_addr_timeout(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	assert_int_equal(do_connect(60), RDMAPS_E_TIMEOUT);
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	ms = elapsed_ms(&a, &b);
 	assert_true(ms >= 50 && ms < 2000);
 	assert_all_freed();
 }
@@ -252,70 +275,62 @@ static void test_connect_addr_error(void **state)
 	(void)state;
 	mock_k.addr_event = RDMA_CM_EVENT_ADDR_ERROR;
 	mock_k.addr_status = -EHOSTUNREACH;
-	assert_int_equal(do_connect(200), RDMAPS_E_UNREACHABLE);
-	assert_all_freed();
+	connect_fails(200, RDMAPS_E_UNREACHABLE);
 	setup(NULL);
 	mock_k.addr_event = RDMA_CM_EVENT_ADDR_ERROR;
 	mock_k.addr_status = -ETIMEDOUT;
-	assert_int_equal(do_connect(200), RDMAPS_E_TIMEOUT);
-	assert_all_freed();
+	connect_fails(200, RDMAPS_E_TIMEOUT);
 }
 
 static void test_connect_event_mismatch(void **state)
 {
 	(void)state;
 	mock_k.route_event = RDMA_CM_EVENT_ESTABLISHED; /* wrong event */
-	assert_int_equal(do_connect(200), RDMAPS_E_PROTO);
-	assert_all_freed();
+	connect_fails(200, RDMAPS_E_PROTO);
+}
+
+/* the peer answers the connect with REJECTED carrying our private data
+ * with reason code why */
+static void reject_with(uint8_t why)
+{
+	const uint8_t rej[4] = { 0x44, 0x52, 1, why };
+
+	mock_k.connect_event = RDMA_CM_EVENT_REJECTED;
+	memcpy(mock_k.rej_data, rej, 4);
+	mock_k.rej_len = 4;
 }
 
 static void test_connect_rejected(void **state)
 {
-	static const uint8_t auth[4] = { 0x44, 0x52, 1, VERBS_REJ_AUTH };
-	static const uint8_t app[4] = { 0x44, 0x52, 1, VERBS_REJ_REFUSED };
-
 	(void)state;
-	mock_k.connect_event = RDMA_CM_EVENT_REJECTED;
-	memcpy(mock_k.rej_data, auth, 4);
-	mock_k.rej_len = 4;
-	assert_int_equal(do_connect(200), RDMAPS_E_AUTH);
-	assert_all_freed();
+	reject_with(VERBS_REJ_AUTH);
+	connect_fails(200, RDMAPS_E_AUTH);
 
 	setup(NULL);
-	mock_k.connect_event = RDMA_CM_EVENT_REJECTED;
-	memcpy(mock_k.rej_data, app, 4);
-	mock_k.rej_len = 4;
-	assert_int_equal(do_connect(200), RDMAPS_E_REFUSED);
-	assert_all_freed();
+	reject_with(VERBS_REJ_REFUSED);
+	connect_fails(200, RDMAPS_E_REFUSED);
 
 	setup(NULL); /* the index is held by a live peer (rt_reject_status) */
-	mock_k.connect_event = RDMA_CM_EVENT_REJECTED;
-	memcpy(mock_k.rej_data, app, 4);
-	mock_k.rej_data[3] = VERBS_REJ_IN_USE;
-	mock_k.rej_len = 4;
-	assert_int_equal(do_connect(200), RDMAPS_E_IN_USE);
-	assert_all_freed();
+	reject_with(VERBS_REJ_IN_USE);
+	connect_fails(200, RDMAPS_E_IN_USE);
 
 	setup(NULL); /* no listener: REJECTED without our private data */
 	mock_k.connect_event = RDMA_CM_EVENT_REJECTED;
-	assert_int_equal(do_connect(200), RDMAPS_E_REFUSED);
-	assert_all_freed();
+	connect_fails(200, RDMAPS_E_REFUSED);
 }
 
 static void test_connect_no_table(void **state)
 {
 	(void)state;
 	mock_k.no_peer_table = 1;
-	assert_int_equal(do_connect(80), RDMAPS_E_TIMEOUT);
-	assert_all_freed();
+	connect_fails(80, RDMAPS_E_TIMEOUT);
 }
 
 static void test_connect_bad_table(void **state)
 {
 	(void)state;
 	mock_k.peer_table[0] = 'X';
-	assert_int_equal(do_connect(200), RDMAPS_E_PROTO);
-	assert_all_freed();
+	connect_fails(200, RDMAPS_E_PROTO);
 }
 
 /* ---- connect success and the hot path ------------------------------------- */
@@ -389,8 +404,7 @@ static void test_connect_ok_and_ops(void **state)
 	assert_int_equal(rt_verbs_ops.poll(&conn, comp, 4, 0), RDMAPS_E_PEER_GONE);
 	assert_int_equal(rt_verbs_ops.flush(&conn, 10), RDMAPS_E_REMOTE_ACCESS);
 
-	rt_verbs_ops.conn_fini(&conn);
-	assert_all_freed();
+	conn_fini_all_freed();
 }
 
 static void test_read_into_read_only_grant(void **state)
@@ -401,8 +415,7 @@ static void test_read_into_read_only_grant(void **state)
 	assert_int_equal(mock_c.last_access, IBV_ACCESS_LOCAL_WRITE); /* control buffer */
 	assert_int_equal(rt_verbs_ops.post(&conn, RT_OP_READ, 1, 0, 0, 0, 8, 0, 0, 1, 0),
 			 RDMAPS_E_INVAL);
-	rt_verbs_ops.conn_fini(&conn);
-	assert_all_freed();
+	conn_fini_all_freed();
 }
 
 static void test_sq_full_and_flush(void **state)
@@ -435,8 +448,7 @@ static void test_sq_full_and_flush(void **state)
 		assert_true(mock_c.last_wr.send_flags & IBV_SEND_SIGNALED);
 	}
 	assert_int_equal(rt_verbs_ops.flush(&conn, 0), 0); /* nothing pending */
-	rt_verbs_ops.conn_fini(&conn);
-	assert_all_freed();
+	conn_fini_all_freed();
 }
 
 static void test_peer_gone(void **state)
@@ -455,8 +467,7 @@ static void test_peer_gone(void **state)
 	assert_int_equal(comp[1].status, RDMAPS_E_PEER_GONE);
 	assert_true(comp[1].wr_id == 2);
 	assert_int_equal(rt_verbs_ops.poll(&conn, comp, 4, 10), RDMAPS_E_PEER_GONE);
-	rt_verbs_ops.conn_fini(&conn);
-	assert_all_freed();
+	conn_fini_all_freed();
 }
 
 static void test_long_wait_sleeps_on_channel(void **state)
@@ -470,11 +481,10 @@ static void test_long_wait_sleeps_on_channel(void **state)
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	assert_int_equal(rt_verbs_ops.poll(&conn, comp, 1, 40), 0);
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	ms = elapsed_ms(&a, &b);
 	assert_true(ms >= 35 && ms < 1000);
 	assert_true(mock_c.arms >= 1);   /* armed the CQ, then slept in poll() */
-	rt_verbs_ops.conn_fini(&conn);
-	assert_all_freed();
+	conn_fini_all_freed();
 }
 
 /* poll_spin_us < 0: busy-poll until the timeout, never arm / sleep */
@@ -491,11 +501,10 @@ static void test_spin_forever_never_sleeps(void **state)
 	assert_int_equal(rt_verbs_ops.poll(&conn, comp, 1, 40), 0);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	ctx.poll_spin_us = 0;
-	ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	ms = elapsed_ms(&a, &b);
 	assert_true(ms >= 35);
 	assert_int_equal(mock_c.arms, 0);
-	rt_verbs_ops.conn_fini(&conn);
-	assert_all_freed();
+	conn_fini_all_freed();
 }
 
 /* ---- server side ---------------------------------------------------------- */
@@ -512,14 +521,31 @@ static void queue_request(struct rt_listener *lst, const char *token, int bad_ma
 			 pd, sizeof(pd));
 }
 
+static void set_token(const char *token)
+{
+	ctx.token_len = strlen(token);
+	memcpy(ctx.token, token, ctx.token_len);
+}
+
+/* a request presenting token (NULL: none) is refused for auth and accept
+ * finds nothing else (bounded wait); it is the only refusal so far */
+static void request_refused_for_auth(struct rt_listener *lst, const char *token)
+{
+	struct rt_request req = { .ctx = &ctx };
+
+	queue_request(lst, token, 0);
+	assert_int_equal(rt_verbs_ops.accept(lst, 30, &req), RDMAPS_E_TIMEOUT);
+	assert_int_equal(mock_c.rejects, 1);
+	assert_int_equal(mock_c.last_reject[3], VERBS_REJ_AUTH);
+}
+
 static void test_accept_token(void **state)
 {
 	struct rt_listener lst = { .ctx = &ctx };
 	struct rt_request req = { .ctx = &ctx };
 
 	(void)state;
-	memcpy(ctx.token, "secret", 6);
-	ctx.token_len = 6;
+	set_token("secret");
 	assert_int_equal(rt_verbs_ops.listen(&ctx, "127.0.0.1", 0, &lst), 0);
 	assert_int_equal(lst.port, 7471);
 	queue_request(&lst, "wrong", 0);
@@ -542,25 +568,18 @@ static void test_accept_token(void **state)
 	assert_int_equal(mock_c.rejects, 3);
 	assert_int_equal(mock_c.last_reject[3], VERBS_REJ_REFUSED);
 	assert_null(req.backend);
-	rt_verbs_ops.listener_fini(&lst);
-	assert_all_freed();
+	listener_fini_all_freed(&lst);
 }
 
 static void test_accept_wrong_token_logged_and_refused(void **state)
 {
 	struct rt_listener lst = { .ctx = &ctx };
-	struct rt_request req = { .ctx = &ctx };
 
 	(void)state;
-	memcpy(ctx.token, "secret", 6);
-	ctx.token_len = 6;
+	set_token("secret");
 	assert_int_equal(rt_verbs_ops.listen(&ctx, "127.0.0.1", 0, &lst), 0);
-	queue_request(&lst, "secreT", 0);
-	assert_int_equal(rt_verbs_ops.accept(&lst, 30, &req), RDMAPS_E_TIMEOUT);
-	assert_int_equal(mock_c.rejects, 1);
-	assert_int_equal(mock_c.last_reject[3], VERBS_REJ_AUTH);
-	rt_verbs_ops.listener_fini(&lst);
-	assert_all_freed();
+	request_refused_for_auth(&lst, "secreT");
+	listener_fini_all_freed(&lst);
 }
 
 /* A side without a token refuses a peer that presents one, as the tcp
@@ -573,10 +592,7 @@ static void test_accept_unexpected_token_refused(void **state)
 	(void)state;
 	assert_int_equal(ctx.token_len, 0);
 	assert_int_equal(rt_verbs_ops.listen(&ctx, "127.0.0.1", 0, &lst), 0);
-	queue_request(&lst, "secret", 0);
-	assert_int_equal(rt_verbs_ops.accept(&lst, 30, &req), RDMAPS_E_TIMEOUT);
-	assert_int_equal(mock_c.rejects, 1);
-	assert_int_equal(mock_c.last_reject[3], VERBS_REJ_AUTH);
+	request_refused_for_auth(&lst, "secret");
 	queue_request(&lst, NULL, 0);
 	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
 	assert_int_equal(mock_c.rejects, 1);
@@ -585,8 +601,7 @@ static void test_accept_unexpected_token_refused(void **state)
 	rt_verbs_ops.reject(&req);
 	assert_int_equal(mock_c.rejects, 2);
 	assert_int_equal(mock_c.last_reject[3], VERBS_REJ_IN_USE);
-	rt_verbs_ops.listener_fini(&lst);
-	assert_all_freed();
+	listener_fini_all_freed(&lst);
 }
 
 static void test_accept_grant(void **state)
@@ -622,8 +637,7 @@ static void test_accept_grant(void **state)
 	req = (struct rt_request){ .ctx = &ctx };
 	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
 	assert_int_equal(rt_verbs_ops.accept_grant(&req, grants, 2, &conn), RDMAPS_E_UNREACHABLE);
-	rt_verbs_ops.listener_fini(&lst);
-	assert_all_freed();
+	listener_fini_all_freed(&lst);
 }
 
 int main(void)

@@ -1,0 +1,110 @@
+# Helpers shared by kill.sh (bash, tcp tier) and kill_posix.sh (POSIX sh,
+# busybox in the SoftRoCE VM): sourced by both, so POSIX sh only.
+# The sourcing script sets $dir (its scratch folder; the tasks' logs are
+# $dir/NAME.log) and defines wait_exit NAME SECS (waits for the task NAME to
+# end, fails the test after SECS s, leaves its exit status in $st) and
+# kill9 NAME (SIGKILLs the task NAME).
+# Knobs: fail_tail (lines of each log shown on failure, default 30),
+# poll (seconds between two looks at a log, default 0.1).
+# This file must stay executable: ci/softroce/run copies the executables
+# of the build tree into the VM.
+# shellcheck disable=SC2154 # $dir and $st: set by the sourcing script
+
+fail() {
+	echo "FAIL: $*"
+	for f in "$dir"/*.log; do
+		[ -e "$f" ] && { echo "--- $(basename "$f") (last ${fail_tail:-30} lines)"; tail -"${fail_tail:-30}" "$f"; }
+	done
+	exit 1
+}
+now() { date +%s; }
+
+# wait_for FILE REGEX SECS [FROM]: until a line of FILE (from line FROM on,
+# default 1) matches the extended regex; 1 if none did within SECS s
+wait_for() {
+	end_=$(($(now) + $3))
+	until tail -n +"${4:-1}" "$1" 2>/dev/null | grep -Eq "$2"; do
+		[ "$(now)" -ge $end_ ] && return 1
+		sleep "${poll:-0.1}"
+	done
+	return 0
+}
+# last global step a worker printed (-1 if none)
+last_step() {
+	s_=$(sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$1" 2>/dev/null | tail -1)
+	echo "${s_:--1}"
+}
+# wait_step FILE MIN SECS: until the worker printed a global step >= MIN;
+# 1 if it did not within SECS s
+wait_step() {
+	end_=$(($(now) + $3))
+	until [ "$(last_step "$1")" -ge "$2" ]; do
+		[ "$(now)" -ge $end_ ] && return 1
+		sleep "${poll:-0.1}"
+	done
+	return 0
+}
+# the global step of the last checkpoint a ps log says it saved (empty if none)
+saved_step() {
+	sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$1" | tail -1
+}
+# save_then_kill PS WHO SECS MORE: waits (up to SECS s each) for the ps task
+# PS to save a checkpoint past global step 0 (WHO: how a failure names it),
+# then for worker 0 to print MORE steps past it, then kills PS with the
+# sourcing script's kill9 NAME; $saved: that checkpoint's global step
+save_then_kill() {
+	wait_for "$dir/$1.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" "$3" \
+		|| fail "$2 saved no checkpoint within $3 s"
+	saved=$(saved_step "$dir/$1.log")
+	wait_step "$dir/w0.log" $((saved + $4)) "$3" || fail "training did not go on after the save"
+	kill9 "$1"
+}
+# wait_ok SECS NAME...: each task ends within SECS s, with exit status 0
+wait_ok() {
+	secs_=$1; shift
+	for t_ in "$@"; do
+		wait_exit "$t_" "$secs_"
+		[ "$st" -eq 0 ] || fail "$t_ exited $st"
+	done
+}
+
+# check_backup_done STEPS: after worker 2 was killed in a sync job of 3
+# workers (ps log ps0.log, workers w0, w1): the ps named the lost worker,
+# the job reached STEPS and workers 0 and 1 finished
+check_backup_done() {
+	grep -q "ps 0: lost worker 2" "$dir/ps0.log" || fail "the ps did not notice worker 2 was gone"
+	grep -q "ps 0: worker 2 left without finishing" "$dir/ps0.log" || fail "the ps did not report worker 2 as unfinished"
+	grep -q "global step $1, " "$dir/ps0.log" || fail "final global step is not $1"
+	for i_ in 0 1; do grep -q "validation cross entropy" "$dir/w$i_.log" || fail "worker $i_ did not finish"; done
+}
+
+# ps_killed STEPS: the ps ps0 (log ps0.log) was just killed under workers
+# w0 and w1: sets $saved (its last checkpoint's global step) and $reached
+# (the highest global step a worker printed), says both, and fails unless
+# the kill came before STEPS
+ps_killed() {
+	# what was saved and reached before the kill (the ps is dead: no more lines)
+	saved=$(saved_step "$dir/ps0.log")
+	reached=$(last_step "$dir/w0.log"); g1_=$(last_step "$dir/w1.log")
+	[ "$g1_" -gt "$reached" ] && reached=$g1_
+	echo "  killed the ps (SIGKILL) at global step >= $reached; its last checkpoint: global step $saved"
+	[ "$reached" -lt "$1" ] || fail "the ps was killed after the end"
+}
+
+# check_ps_restored STEPS: after ps_killed STEPS, the restarted ps (log
+# ps0b.log) and the workers w0, w1 have ended: the ps restored a checkpoint
+# no older than $saved and no newer than $reached, both workers reconnected
+# and finished, and the job reached STEPS
+check_ps_restored() {
+	restored=$(sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0b.log")
+	[ -n "$restored" ] || fail "the restarted ps restored no checkpoint"
+	[ "$restored" -ge "$saved" ] || fail "restored global step $restored, but $saved was saved before the kill"
+	lost=$((reached - restored))
+	[ "$lost" -ge 0 ] || fail "restored global step $restored is beyond the $reached reached"
+	echo "  restored global step $restored; steps lost: $lost (all made after the last checkpoint)"
+	for i_ in 0 1; do
+		grep -q "Worker $i_: reconnected to ps 0" "$dir/w$i_.log" || fail "worker $i_ did not report reconnecting"
+		grep -q "validation cross entropy" "$dir/w$i_.log" || fail "worker $i_ did not finish"
+	done
+	grep -q "global step $1, " "$dir/ps0b.log" || fail "final global step is not $1"
+}
