@@ -47,9 +47,39 @@ struct rdmaps_slot_hdr {
 };
 enum { SLOT_GRAD = 1, SLOT_INIT = 2 };
 
-/* mailbox word written by the ps: released version << 32 | token seq */
+/* mailbox value written by the ps: released version << 32 | token seq */
 #define MBOX_VERSION(w) ((w) >> 32)
 #define MBOX_TOKEN(w) ((w) & 0xffffffffull)
+
+/* The mailbox is 16 bytes, the value and its complement, written by one
+ * 16-byte WRITE.  Neither backend promises that the 8-byte value lands in
+ * one store: rxe and the TCP backend's recv() copy bytes (rep movsb).  A
+ * CI run in the SoftRoCE VM (TCG) dropped a stale gradient in a sync run
+ * with R = W, which is what a worker does that read a new token with the
+ * old version (inferred, not observed directly: docs/protocol.md Q3).  A
+ * reader that sees the two words disagree has caught a write half-done and
+ * reads again; a byte-wise mix of an old and a new message never passes (a
+ * byte that differs is new in one word and old in the other, for any copy
+ * that writes one word before the other, forward or backward; not for one
+ * interleaving the words byte by byte, which no memcpy or DMA does:
+ * tests/cluster/test_mbox.c), and a re-sent equal message changes
+ * nothing. */
+#define MBOX_BYTES 16
+static inline void mbox_pack(uint64_t out[2], uint64_t v)
+{
+	out[0] = v;
+	out[1] = ~v;
+}
+/* 1 and *v when the mailbox holds a whole message, 0 while one is landing */
+static inline int mbox_read(const uint64_t *m, uint64_t *v)
+{
+	uint64_t a = __atomic_load_n(&m[0], __ATOMIC_ACQUIRE);
+	uint64_t b = __atomic_load_n(&m[1], __ATOMIC_ACQUIRE);
+	if (a != ~b)
+		return 0;
+	*v = a;
+	return 1;
+}
 
 static inline size_t shard_pad(size_t nfloats) { return (nfloats + 15) & ~(size_t)15; }
 /* bytes of one parameter buffer: 64 B version header + padded floats */

@@ -45,7 +45,7 @@ struct shard {
 	uint8_t *params;            /* PARAMS region */
 	uint8_t **slots;            /* SLOT region per worker */
 	uint64_t *counters;         /* COUNTERS region */
-	uint64_t *mbox_src;         /* local: one word per worker */
+	uint64_t *mbox_src;         /* local: one 16-byte message per worker (layout.h) */
 	float *acc;                 /* accumulator (not registered) */
 	float *m, *v;
 	struct rdm_opt_cfg ocfg;
@@ -94,12 +94,12 @@ static void release(struct shard *s, int i)
 	struct rt_completion c[8];
 	if (!s->conns[i])
 		return;
-	s->mbox_src[i] = (s->version << 32) | (s->consumed[i] & 0xffffffffull);
-	int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, 0,
+	mbox_pack(&s->mbox_src[2 * i], (s->version << 32) | (s->consumed[i] & 0xffffffffull));
+	int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0, MBOX_BYTES, 0,
 			  RT_F_INLINE);
 	if (rc == RDMAPS_E_AGAIN) {
 		rt_flush(s->conns[i], s->j->timeout_s * 1000);
-		rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, 0,
+		rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0, MBOX_BYTES, 0,
 			      RT_F_INLINE);
 	}
 	if (rc)
@@ -329,7 +329,8 @@ static int conn_alive(struct shard *s, int i)
 	struct rt_completion c[8];
 	double end = rdmaps_now() + LIVE_CHECK_S;
 	int alive = 0;
-	if (rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, LIVE_WRID, RT_F_SIGNALED))
+	if (rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0, MBOX_BYTES, LIVE_WRID,
+		     RT_F_SIGNALED | RT_F_INLINE))
 		return 0;
 	for (;;) {
 		int got = rt_poll(s->conns[i], c, 8, 100);
@@ -391,7 +392,7 @@ static int accept_some(struct shard *s, int tmo_ms)
 		{ G_PS_PARAMS, s->params, params_bytes(s->n), RT_RIGHT_READ },
 		{ G_PS_SLOT, s->slots[i], slot_bytes(s->n), RT_RIGHT_WRITE },
 		{ G_PS_COUNTERS, s->counters, counters_bytes(s->W), RT_RIGHT_ATOMIC },
-		{ G_PS_MBOX_SRC, s->mbox_src, (size_t)s->W * 8, RT_RIGHT_NONE },
+		{ G_PS_MBOX_SRC, s->mbox_src, (size_t)s->W * MBOX_BYTES, RT_RIGHT_NONE },
 	};
 	if ((rc = rt_accept_grant(&req, g, 4, &s->conns[i]))) {
 		fprintf(stderr, "ps %d: connection of worker %d failed: %s\n", j->task_index, i, rdmaps_strerror(rc));
@@ -426,8 +427,8 @@ static void probe_conns(struct shard *s)
 		if (!s->conns[i])
 			continue;
 		if (!s->probe_sent[i]) {
-			int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * 8, G_W_MAILBOX, 0, 8, LIVE_WRID,
-					  RT_F_INLINE | RT_F_SIGNALED);
+			int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0,
+					  MBOX_BYTES, LIVE_WRID, RT_F_INLINE | RT_F_SIGNALED);
 			if (rc && rc != RDMAPS_E_AGAIN) {
 				drop_conn(s, i, rdmaps_strerror(rc));
 				continue;
@@ -675,7 +676,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	}
 	s.params = rt_alloc(s.ctx, params_bytes(s.n));
 	s.counters = rt_alloc(s.ctx, counters_bytes(s.W));
-	s.mbox_src = rt_alloc(s.ctx, (size_t)s.W * 8);
+	s.mbox_src = rt_alloc(s.ctx, (size_t)s.W * MBOX_BYTES);
 	s.slots = calloc(s.W, sizeof(*s.slots));
 	s.conns = calloc(s.W, sizeof(*s.conns));
 	s.consumed = calloc(s.W, sizeof(*s.consumed));
@@ -730,7 +731,7 @@ err_mem:
 				rt_free(s.ctx, s.slots[i], slot_bytes(s.n));
 	if (s.params) rt_free(s.ctx, s.params, params_bytes(s.n));
 	if (s.counters) rt_free(s.ctx, s.counters, counters_bytes(s.W));
-	if (s.mbox_src) rt_free(s.ctx, s.mbox_src, (size_t)s.W * 8);
+	if (s.mbox_src) rt_free(s.ctx, s.mbox_src, (size_t)s.W * MBOX_BYTES);
 	free(s.slots); free(s.conns); free(s.consumed); free(s.pending);
 	free(s.ever); free(s.gone); free(s.probe_sent);
 	free(s.acc); free(s.m); free(s.v);

@@ -27,7 +27,8 @@ struct wpiece {
 struct wshard {
 	struct rt_conn *c;
 	size_t n;
-	uint64_t *mbox;        /* WRITE for the ps */
+	uint64_t *mbox;        /* WRITE for the ps: a 16-byte message (layout.h) */
+	uint64_t mv;           /* the last whole mailbox message wait_token saw */
 	struct rdmaps_slot_hdr *shdr; /* local: the slot header of my pushes */
 	uint64_t *atom;        /* local: fetch-add result */
 	uint64_t *scratch;     /* local: version check */
@@ -111,7 +112,7 @@ static int pull_all(struct worker *w, int *bad)
 	*bad = -1;
 	for (int p = 0; p < w->P; p++) {
 		struct wshard *sh = &w->s[p];
-		uint64_t v = MBOX_VERSION(__atomic_load_n(sh->mbox, __ATOMIC_ACQUIRE));
+		uint64_t v = MBOX_VERSION(sh->mv); /* the message wait_token saw whole */
 		sh->err = 0;
 		sh->posted = 0;
 		if (sh->held != UINT64_MAX && v == sh->held)
@@ -298,7 +299,8 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 		{ G_W_SCRATCH, sh->scratch, 64, RT_RIGHT_NONE },
 		{ G_W_SLOT_HDR, sh->shdr, 64, RT_RIGHT_NONE },
 	};
-	__atomic_store_n(sh->mbox, 0, __ATOMIC_RELEASE);
+	mbox_pack(sh->mbox, 0); /* a whole message: version 0, token 0 */
+	sh->mv = 0;
 	/* the ps may not be up (yet, or again): retry until the deadline */
 	double end = rdmaps_now() + secs;
 	useconds_t pause_us = 200000; /* doubles up to 1 s between attempts */
@@ -497,8 +499,11 @@ static int wait_token(struct worker *w, int p)
 	int wake = (rt_ctx_caps(w->ctx) & RT_CAP_TARGET_WAKE) != 0;
 	for (;;) {
 		uint32_t ev = wake ? rt_ctx_target_events(w->ctx) : 0; /* before the check: no lost wake-up */
-		if (MBOX_TOKEN(__atomic_load_n(sh->mbox, __ATOMIC_ACQUIRE)) >= (sh->seq & 0xffffffffull))
+		uint64_t mv;
+		if (mbox_read(sh->mbox, &mv) && MBOX_TOKEN(mv) >= (sh->seq & 0xffffffffull)) {
+			sh->mv = mv;
 			break;
+		}
 		if (wake) {
 			rt_ctx_wait_target(w->ctx, ev, 20000);
 		} else {
