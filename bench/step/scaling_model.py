@@ -107,10 +107,12 @@ def step_sync(m, W, P, n, nt):
     else:
         push_rec, push_vis = ppost + a + xpush + a, ppost + a + xpush + a / 2
     # ps, per shard: all W gradients land together (equal-speed workers,
-    # fair-shared link): copy the first (8 B per float), add W-2 more
-    # (12 B per float), fused Adam with the last (32 B per float); then W
-    # mailbox WRITEs posted, the last one lands a/2 later.
-    agg = (8 * ns + 12 * ns * (W - 2)) / m["bw_add"] if W >= 2 else 0.0
+    # fair-shared link) and are summed where they lie: W = 2 is the fused
+    # Adam pass over both slots alone; W >= 3 first sums two slots
+    # (rdm_vec_sum2) and adds W-3 more (12 B per float each), then the
+    # fused Adam with the last (32 B per float); then W mailbox WRITEs
+    # posted, the last one lands a/2 later.
+    agg = 12 * ns * (W - 2) / m["bw_add"] if W >= 3 else 0.0
     apply_ = 32 * ns / m["bw_adam"]
     ps = agg + apply_ + W * post
     rel = a / 2
