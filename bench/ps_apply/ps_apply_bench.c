@@ -2,10 +2,11 @@
  *
  * What the ps CPU does per sync step on one shard (R <= W, src/ps/shard.c):
  * sum R gradient slots where they lie and apply Adam (TF1) in one fused
- * pass: R = 2 is rdm_opt_apply(g1 = slot 0, g2 = slot 1, scale = 1/2); R >= 3
- * first rdm_vec_sum2(acc, slot 0, slot 1), rdm_vec_add for slots 2..R-2,
- * then rdm_opt_apply(g1 = acc, g2 = last slot, 1/R); each writes the other
- * parameter buffer (double buffering).  Reference, in the same run over the
+ * pass, through the ps's own rdm_sum_head: R = 2 is rdm_opt_apply(g1 =
+ * slot 0, g2 = slot 1, scale = 1/2); R >= 3 first sums slots 0..R-2 into
+ * acc (rdm_vec_sum2, then rdm_vec_add), then rdm_opt_apply(g1 = acc, g2 =
+ * last slot, 1/R); each writes the other parameter buffer (double
+ * buffering).  Reference, in the same run over the
  * same bytes: the streaming loop a[i] += b[i].
  *
  * Bandwidth = bytes the loop must move / time:
@@ -68,19 +69,12 @@ static void run_once(struct ctx *c, enum what w)
 	case W_VECADD:
 		rdm_vec_add(c->acc, c->slot[0], c->n);
 		break;
-	case W_STEP: {
-		const float *g1 = c->slot[0];
-		if (c->R > 2) {
-			rdm_vec_sum2(c->acc, c->slot[0], c->slot[1], c->n);
-			for (int r = 2; r < c->R - 1; r++)
-				rdm_vec_add(c->acc, c->slot[r], c->n);
-			g1 = c->acc;
-		}
-		rdm_opt_apply(&c->cfg, &c->st, c->w[c->cur ^ 1], c->w[c->cur], g1,
+	case W_STEP:
+		rdm_opt_apply(&c->cfg, &c->st, c->w[c->cur ^ 1], c->w[c->cur],
+			      rdm_sum_head(c->acc, (const float *const *)c->slot, c->R, c->n),
 			      c->R > 1 ? c->slot[c->R - 1] : NULL, 1.0f / c->R, c->n);
 		c->cur ^= 1;
 		break;
-	}
 	}
 }
 

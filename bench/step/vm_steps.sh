@@ -109,6 +109,8 @@ stats() {
 		}'
 }
 
+# p50of RUN PHASE: the p50 of that row of table.txt
+p50of() { awk -v r="$1" -v p="$2" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt"; }
 : >"$out/table.txt"
 fail=0
 for cfg in "w1_sync 1 1" "w2_sync 2 1" "w2_async 2 0"; do
@@ -118,8 +120,8 @@ for cfg in "w1_sync 1 1" "w2_sync 2 1" "w2_async 2 0"; do
 		run "$1_$tr" "$tr" "$2" "$3" || fail=1
 	done
 	for ph in wait pull compute push total pullpush; do
-		a=$(awk -v r="$1_rdma" -v p="$ph" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt")
-		b=$(awk -v r="$1_tcp" -v p="$ph" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt")
+		a=$(p50of "$1_rdma" "$ph")
+		b=$(p50of "$1_tcp" "$ph")
 		[ -n "$a" ] && [ -n "$b" ] && awk -v a="$a" -v b="$b" -v c="$1" -v p="$ph" \
 			'BEGIN { if (b > 0) printf "STEP-RATIO %s %s rdma_over_tcp_p50=%.2f (rdma %.1f us, tcp %.1f us)\n", c, p, a / b, a, b }'
 	done
@@ -129,7 +131,6 @@ done
 # pull = 4 n + 8 (floats + fenced version READ), push = 4 n + 72 (floats,
 # 64 B slot header, 8 B FETCH_ADD), n = the floats the ps serves.
 n=$(sed -n 's/.*serving \([0-9][0-9]*\) floats.*/\1/p' "$out/w1_sync_${transports%% *}/ps0.log" 2>/dev/null | head -1)
-p50of() { awk -v r="$1" -v p="$2" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt"; }
 rr=$(cd "$(dirname "$bin")/../.." 2>/dev/null && pwd)/bench/step/tcp_rr
 if [ -n "$n" ] && [ -x "$rr" ]; then
 	pull_b=$((4 * n + 8)); push_b=$((4 * n + 72))

@@ -198,3 +198,13 @@ void rdm_vec_sum2(float *restrict out, const float *restrict a, const float *res
 	for (size_t i = 0; i < n; i++)
 		out[i] = a[i] + b[i];
 }
+
+const float *rdm_sum_head(float *out, const float *const *g, int R, size_t n)
+{
+	if (R <= 2)
+		return g[0];
+	rdm_vec_sum2(out, g[0], g[1], n);
+	for (int k = 2; k < R - 1; k++)
+		rdm_vec_add(out, g[k], n);
+	return out;
+}

@@ -46,8 +46,13 @@ void rdm_opt_apply(const struct rdm_opt_cfg *c, struct rdm_opt_state *s,
 /* acc[i] += g[i], vectorized. */
 void rdm_vec_add(float *acc, const float *g, size_t n);
 
-/* out[i] = a[i] + b[i], vectorized (the ps's first two of R >= 3
- * gradients, summed where they lie: no copy). */
+/* out[i] = a[i] + b[i], vectorized. */
 void rdm_vec_sum2(float *out, const float *a, const float *b, size_t n);
+
+/* The first R-1 of R gradients g[0..R-1] summed in index order, for
+ * rdm_opt_apply(g1 = the result, g2 = g[R-1]): g[0] itself when R <= 2
+ * (nothing copied), else out = g[0] + g[1] + ... + g[R-2].  What the ps
+ * does with the slots of one sync update (src/ps/shard.c). */
+const float *rdm_sum_head(float *out, const float *const *g, int R, size_t n);
 
 #endif

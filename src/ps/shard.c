@@ -52,7 +52,8 @@ struct shard {
 	struct rdm_opt_state ost;
 	uint64_t version;           /* G */
 	uint64_t *consumed;         /* last seq seen per worker */
-	int *pending;               /* workers whose gradient is in acc */
+	int *pending;               /* workers whose gradient waits for the update (R > W: in acc, else in its slot) */
+	const float **gsrc;         /* R <= W: the pending slots in worker order, for rdm_sum_head */
 	uint8_t *ever;              /* worker has connected at least once */
 	uint8_t *gone;              /* its connection broke and was not replaced */
 	double *probe_sent;         /* time of the outstanding liveness WRITE, 0 = none */
@@ -89,18 +90,25 @@ static int is_pending(const struct shard *s, int i)
  * inline WRITE into its mailbox.  Unsignaled: an error still completes.
  * A worker without a connection (gone, or not yet back) gets nothing: it
  * learns version and token when it (re)connects. */
+/* Post worker i's current mailbox message (mbox_src) into its mailbox:
+ * one 16-byte inline WRITE; releases, liveness probes and re-sends all go
+ * through here. */
+static int mbox_post(struct shard *s, int i, uint64_t wr_id, unsigned flags)
+{
+	return rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0, MBOX_BYTES, wr_id,
+			flags | RT_F_INLINE);
+}
+
 static void release(struct shard *s, int i)
 {
 	struct rt_completion c[8];
 	if (!s->conns[i])
 		return;
 	mbox_pack(&s->mbox_src[2 * i], (s->version << 32) | (s->consumed[i] & 0xffffffffull));
-	int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0, MBOX_BYTES, 0,
-			  RT_F_INLINE);
+	int rc = mbox_post(s, i, 0, 0);
 	if (rc == RDMAPS_E_AGAIN) {
 		rt_flush(s->conns[i], s->j->timeout_s * 1000);
-		rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0, MBOX_BYTES, 0,
-			      RT_F_INLINE);
+		rc = mbox_post(s, i, 0, 0);
 	}
 	if (rc)
 		RDMAPS_WARN("release of worker %d failed: %s", i, rdmaps_strerror(rc));
@@ -185,14 +193,10 @@ static void on_grad(struct shard *s, int i)
 				pd[y] = pd[y - 1];
 				pd[y - 1] = t;
 			}
-		const float *g1 = slot_floats(s, pd[0]), *g2 = np > 1 ? slot_floats(s, pd[np - 1]) : NULL;
-		if (np > 2) {
-			rdm_vec_sum2(s->acc, g1, slot_floats(s, pd[1]), s->n);
-			for (int k = 2; k < np - 1; k++)
-				rdm_vec_add(s->acc, slot_floats(s, pd[k]), s->n);
-			g1 = s->acc;
-		}
-		apply_and_publish(s, g1, g2, 1.0f / (float)s->R);
+		for (int k = 0; k < np; k++)
+			s->gsrc[k] = slot_floats(s, pd[k]);
+		apply_and_publish(s, rdm_sum_head(s->acc, s->gsrc, np, s->n), np > 1 ? s->gsrc[np - 1] : NULL,
+				  1.0f / (float)s->R);
 	}
 	s->count = 0;
 	for (int k = 0; k < s->npending; k++)
@@ -329,8 +333,7 @@ static int conn_alive(struct shard *s, int i)
 	struct rt_completion c[8];
 	double end = rdmaps_now() + LIVE_CHECK_S;
 	int alive = 0;
-	if (rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0, MBOX_BYTES, LIVE_WRID,
-		     RT_F_SIGNALED | RT_F_INLINE))
+	if (mbox_post(s, i, LIVE_WRID, RT_F_SIGNALED))
 		return 0;
 	for (;;) {
 		int got = rt_poll(s->conns[i], c, 8, 100);
@@ -427,8 +430,7 @@ static void probe_conns(struct shard *s)
 		if (!s->conns[i])
 			continue;
 		if (!s->probe_sent[i]) {
-			int rc = rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0,
-					  MBOX_BYTES, LIVE_WRID, RT_F_INLINE | RT_F_SIGNALED);
+			int rc = mbox_post(s, i, LIVE_WRID, RT_F_SIGNALED);
 			if (rc && rc != RDMAPS_E_AGAIN) {
 				drop_conn(s, i, rdmaps_strerror(rc));
 				continue;
@@ -681,13 +683,14 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.conns = calloc(s.W, sizeof(*s.conns));
 	s.consumed = calloc(s.W, sizeof(*s.consumed));
 	s.pending = calloc(s.W + 1, sizeof(*s.pending));
+	s.gsrc = calloc(s.W + 1, sizeof(*s.gsrc));
 	s.ever = calloc(s.W, 1);
 	s.gone = calloc(s.W, 1);
 	s.probe_sent = calloc(s.W, sizeof(*s.probe_sent));
 	s.acc = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.m = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.v = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
-	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.consumed || !s.pending ||
+	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.consumed || !s.pending || !s.gsrc ||
 	    !s.ever || !s.gone || !s.probe_sent || !s.acc || !s.m || !s.v) {
 		fprintf(stderr, "ps %d: out of memory\n", j->task_index);
 		goto err_mem;
@@ -732,7 +735,7 @@ err_mem:
 	if (s.params) rt_free(s.ctx, s.params, params_bytes(s.n));
 	if (s.counters) rt_free(s.ctx, s.counters, counters_bytes(s.W));
 	if (s.mbox_src) rt_free(s.ctx, s.mbox_src, (size_t)s.W * MBOX_BYTES);
-	free(s.slots); free(s.conns); free(s.consumed); free(s.pending);
+	free(s.slots); free(s.conns); free(s.consumed); free(s.pending); free(s.gsrc);
 	free(s.ever); free(s.gone); free(s.probe_sent);
 	free(s.acc); free(s.m); free(s.v);
 	rt_ctx_delete(&s.ctx);

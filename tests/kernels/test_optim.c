@@ -132,6 +132,17 @@ static void test_vec_add(void **st)
 	rdm_vec_sum2(c, a, b, N); /* 1.5 i + 0.5 i, exact in float for i < N */
 	for (int i = 0; i < N; i++)
 		assert_float_equal(c[i], 2.0f * i, 0);
+	/* rdm_sum_head: g[0] itself for R <= 2, else the sum of g[0..R-2] */
+	const float *g[4] = { a, b, c, a };
+	float out[N];
+	assert_ptr_equal(rdm_sum_head(out, g, 1, N), a);
+	assert_ptr_equal(rdm_sum_head(out, g, 2, N), a);
+	assert_ptr_equal(rdm_sum_head(out, g, 3, N), out);
+	for (int i = 0; i < N; i++)
+		assert_float_equal(out[i], 2.0f * i, 0);   /* a + b */
+	assert_ptr_equal(rdm_sum_head(out, g, 4, N), out);
+	for (int i = 0; i < N; i++)
+		assert_float_equal(out[i], 4.0f * i, 0);   /* a + b + c */
 	enum rdm_opt_kind k;
 	assert_int_equal(rdm_opt_parse_kind("momentum", &k), 0);
 	assert_int_equal(k, RDM_OPT_MOMENTUM);

@@ -8,9 +8,9 @@
  * Adam step is applied to their mean, summed as the ps sums them: in worker
  * order, (g0 + g1) + g2 + ..., the last one inside the optimizer pass.  So
  * the result must match bit for bit, whatever order the gradients arrived
- * in.  Exit 0 iff every parameter is within TOL (default 1e-5, the issue's
- * bound; 0 demands equality).  Compares the result with DUMP (raw floats written by a worker's
- * --dump_params) and exits 0 iff every parameter is within 1e-5. */
+ * in.  Compares the result with DUMP (raw floats written by a worker's
+ * --dump_params) and exits 0 iff every parameter is within TOL (default
+ * 1e-5, the issue's bound; 0 demands equality). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
