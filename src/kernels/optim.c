@@ -127,11 +127,12 @@ static void mom_op(float *restrict wo, const float *restrict wi, const float *re
 {
 	mom_k(wo, wi, g1, g2, scale, lr, mu, a, n);
 }
-/* Adam is bound by the exact sqrt and divide (docs/benchmarks.md "ps
- * apply"), so it gets a second, AVX-512 build picked at run time by the CPU
- * (GCC function multi-versioning through an ifunc): lanes are independent,
- * so both builds give the same floats.  Measured on the 2-core EPYC of CI:
- * about 15% faster on a cache-resident 79,510-float shard.  Off with
+/* Adam gets a second, AVX-512 build picked at run time by the CPU (GCC
+ * function multi-versioning through an ifunc): lanes are independent, so
+ * both builds give the same floats.  Measured on the 2-core EPYC of CI:
+ * about 15% faster on a 79,510-float shard.  With it the loop is bound by
+ * memory traffic, not by the sqrt and divide (ps_apply_bench's adam_nosqrt
+ * diagnostic runs within 1-3%; docs/benchmarks.md "ps apply").  Off with
  * -DRDMAPS_NO_CLONES (the TSan build: ifunc resolvers crash under TSan). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(RDMAPS_NO_CLONES)
 #define ADAM_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
