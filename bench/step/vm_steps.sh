@@ -4,8 +4,13 @@
 #
 #   vm_steps.sh RDMAPS_BIN DATA_DIR ADDR [OUT_DIR]
 #
-# Runs mlp, 1 ps, on ADDR: W=1 sync, W=2 sync, W=2 async, each over
-# --transport=rdma and then --transport=tcp (same VM, same run), tasks
+# Runs on ADDR, each configuration over --transport=rdma and then
+# --transport=tcp (same VM, same run): mlp 1 ps W=1 sync, W=2 sync, W=2
+# async; mlp 2 ps W=2 sync and async (p2_*); lstm 1 ps W=1 sync and W=2
+# sync (lstm_*), the lstm with --batch_size=RDMAPS_VM_LSTM_BATCH (default
+# 16: at batch 128 a step computes for tens of seconds under TCG; the bytes
+# moved per step do not depend on the batch) and RDMAPS_VM_LSTM_STEPS steps
+# (default 12).  RDMAPS_VM_SMALL=1 runs the mlp 1-ps set only.  Tasks are
 # started by hand so that every worker has its own --metrics file; ports are
 # random high ports checked free in /proc/net/tcp.  Steps per run:
 # RDMAPS_VM_STEPS (default 40); RDMAPS_VM_TRANSPORTS (default "rdma tcp").  Warm-up per worker: the first 5 steps or
@@ -44,25 +49,34 @@ free_port() {
 	done
 }
 
-# run NAME TRANSPORT W SYNC(1|0)
+# run NAME TRANSPORT W SYNC(1|0) [MODEL P STEPS EXTRA_FLAGS]
 run() {
-	name=$1 tr=$2 W=$3 sync=$4
+	name=$1 tr=$2 W=$3 sync=$4 model=${5:-mlp} P=${6:-1} n=${7:-$steps} extra=${8:-}
 	d="$out/$name"
 	rm -rf "$d"; mkdir -p "$d"
-	ps="$addr:$(free_port)"
+	ps=""
+	i=0
+	while [ $i -lt "$P" ]; do
+		ps="$ps${ps:+,}$addr:$(free_port)"
+		i=$((i + 1))
+	done
 	wk=""
 	i=0
 	while [ $i -lt "$W" ]; do
 		wk="$wk${wk:+,}$addr:$(free_port)"
 		i=$((i + 1))
 	done
-	n=$steps
-	flags="--ps_hosts=$ps --worker_hosts=$wk --model=mlp --data_dir=$data --transport=$tr --seed=1 --log_every=1000000 --timeout=300"
-	if [ "$sync" = 1 ]; then flags="$flags --sync_replicas=True"; else n=$((steps * W)); fi
+	flags="--ps_hosts=$ps --worker_hosts=$wk --model=$model --data_dir=$data --transport=$tr --seed=1 --log_every=1000000 --timeout=300 $extra"
+	if [ "$sync" = 1 ]; then flags="$flags --sync_replicas=True"; else n=$((n * W)); fi
 	flags="$flags --train_steps=$n"
-	# shellcheck disable=SC2086
-	"$bin" --job_name=ps --task_index=0 $flags >"$d/ps0.log" 2>&1 &
-	pids=$!
+	pids=""
+	i=0
+	while [ $i -lt "$P" ]; do
+		# shellcheck disable=SC2086
+		"$bin" --job_name=ps --task_index=$i $flags >"$d/ps$i.log" 2>&1 &
+		pids="$pids $!"
+		i=$((i + 1))
+	done
 	i=0
 	while [ $i -lt "$W" ]; do
 		# shellcheck disable=SC2086
@@ -113,11 +127,17 @@ stats() {
 p50of() { awk -v r="$1" -v p="$2" '$1 == r && $2 == p { for (i = 3; i <= NF; i++) if ($i ~ /^p50=/) print substr($i, 5) }' "$out/table.txt"; }
 : >"$out/table.txt"
 fail=0
-for cfg in "w1_sync 1 1" "w2_sync 2 1" "w2_async 2 0"; do
-	set -- $cfg
+lb=${RDMAPS_VM_LSTM_BATCH:-16}
+ls=${RDMAPS_VM_LSTM_STEPS:-12}
+cfgs="w1_sync:1:1:mlp:1:$steps: w2_sync:2:1:mlp:1:$steps: w2_async:2:0:mlp:1:$steps:"
+[ "${RDMAPS_VM_SMALL:-0}" = 1 ] ||
+	cfgs="$cfgs p2_w2_sync:2:1:mlp:2:$steps: p2_w2_async:2:0:mlp:2:$steps: lstm_w1_sync:1:1:lstm:1:$ls:--batch_size=$lb lstm_w2_sync:2:1:lstm:1:$ls:--batch_size=$lb"
+for cfg in $cfgs; do
+	# shellcheck disable=SC2046
+	set -- $(echo "$cfg" | tr ':' ' ')
 	for tr in $transports; do
-		echo "== vm_steps: mlp P=1 $1 over $tr, $steps steps"
-		run "$1_$tr" "$tr" "$2" "$3" || fail=1
+		echo "== vm_steps: $4 P=$5 $1 over $tr, $6 steps${7:+ ($7)}"
+		run "$1_$tr" "$tr" "$2" "$3" "$4" "$5" "$6" "${7:-}" || fail=1
 	done
 	for ph in wait pull compute push total pullpush; do
 		a=$(p50of "$1_rdma" "$ph")
