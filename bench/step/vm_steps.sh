@@ -49,23 +49,24 @@ free_port() {
 	done
 }
 
+# host_list N: N comma-separated ADDR:PORT, each port free
+host_list() {
+	l=""
+	k=0
+	while [ $k -lt "$1" ]; do
+		l="$l${l:+,}$addr:$(free_port)"
+		k=$((k + 1))
+	done
+	echo "$l"
+}
+
 # run NAME TRANSPORT W SYNC(1|0) [MODEL P STEPS EXTRA_FLAGS]
 run() {
 	name=$1 tr=$2 W=$3 sync=$4 model=${5:-mlp} P=${6:-1} n=${7:-$steps} extra=${8:-}
 	d="$out/$name"
 	rm -rf "$d"; mkdir -p "$d"
-	ps=""
-	i=0
-	while [ $i -lt "$P" ]; do
-		ps="$ps${ps:+,}$addr:$(free_port)"
-		i=$((i + 1))
-	done
-	wk=""
-	i=0
-	while [ $i -lt "$W" ]; do
-		wk="$wk${wk:+,}$addr:$(free_port)"
-		i=$((i + 1))
-	done
+	ps=$(host_list "$P")
+	wk=$(host_list "$W")
 	flags="--ps_hosts=$ps --worker_hosts=$wk --model=$model --data_dir=$data --transport=$tr --seed=1 --log_every=1000000 --timeout=300 $extra"
 	if [ "$sync" = 1 ]; then flags="$flags --sync_replicas=True"; else n=$((n * W)); fi
 	flags="$flags --train_steps=$n"
