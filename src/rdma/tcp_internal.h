@@ -132,9 +132,9 @@ void tcp_conn_break(struct rt_conn *c, int status);
 /* ---- serving state (tcp_serve.c) ---------------------------------------- */
 struct tcp_srv {
 	int fd;
-	int dead;
+	int dead;                 /* __atomic: set by the thread or by tcp_serve_remove */
 	struct rt_conn *conn;     /* our grants: conn->local[] */
-	struct tcp_srv *next_dead;
+	struct tcp_srv *next_dead; /* graveyard link (lock-free stack) */
 	/* receive */
 	uint8_t rh[TCP_FRAME_LEN];
 	unsigned rh_got;
@@ -156,9 +156,15 @@ struct tcp_ctx {
 	int evfd;                 /* wakes the thread for shutdown */
 	pthread_t thr;
 	int started;
-	int stop;
-	pthread_mutex_t lock;     /* serve thread's processing vs (un)register */
-	struct tcp_srv *graveyard;
+	int stop;                 /* __atomic */
+	pthread_mutex_t lock;     /* tcp_serve_add callers among themselves (thread start); the
+				   * progress thread never takes it */
+	/* The progress thread's batch counter (__atomic): odd while it handles
+	 * the events of one epoll_wait, even otherwise.  tcp_serve_remove
+	 * marks a socket dead, then waits out a batch in progress, so after it
+	 * returns the thread no longer touches that socket's connection. */
+	uint64_t batch;
+	struct tcp_srv *graveyard; /* removed sockets, freed by the thread (__atomic stack) */
 	/* target events (RT_CAP_TARGET_WAKE): bumped by the progress thread
 	 * after each peer WRITE / atomic; a futex word */
 	uint32_t events;

@@ -9,9 +9,13 @@
  * A reply is sent when the initiator asked for one, when the op returns
  * data, or on error.  A malformed frame closes only that connection.
  * Transmission is non-blocking: while a reply is partly sent the socket is
- * watched for EPOLLOUT only (back-pressure on that peer, others go on). */
+ * watched for EPOLLOUT only (back-pressure on that peer, others go on).
+ * The thread's loop takes no lock: connection removal is a dead flag plus a
+ * wait for the batch in progress (tc->batch), and freed sockets go through
+ * a lock-free graveyard (tcp_serve_remove). */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,9 +72,8 @@ int tcp_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us)
 
 static void srv_kill(struct tcp_ctx *tc, struct tcp_srv *s, int proto)
 {
-	if (s->dead)
+	if (__atomic_exchange_n(&s->dead, 1, __ATOMIC_SEQ_CST))
 		return;
-	s->dead = 1;
 	epoll_ctl(tc->epfd, EPOLL_CTL_DEL, s->fd, NULL);
 	/* A broken stream from the peer ends the whole connection: stop our
 	 * initiator side too, so the owner sees RDMAPS_E_PEER_GONE. */
@@ -320,21 +323,21 @@ static void *serve_main(void *arg)
 	struct epoll_event ev[64];
 
 	for (;;) {
+		struct tcp_srv *d = __atomic_exchange_n(&tc->graveyard, NULL, __ATOMIC_ACQUIRE);
 		int n;
 
-		pthread_mutex_lock(&tc->lock);
-		while (tc->graveyard) {
-			struct tcp_srv *d = tc->graveyard;
+		/* no event of this epoll set can name these any more: they were
+		 * removed from it before they were pushed here, and the batch
+		 * that may have held them is over */
+		while (d) {
+			struct tcp_srv *next = d->next_dead;
 
-			tc->graveyard = d->next_dead;
 			close(d->fd);
 			free(d);
+			d = next;
 		}
-		if (tc->stop) {
-			pthread_mutex_unlock(&tc->lock);
+		if (__atomic_load_n(&tc->stop, __ATOMIC_ACQUIRE))
 			break;
-		}
-		pthread_mutex_unlock(&tc->lock);
 		/* bounded: tc->stop is re-checked even if the eventfd wake-up was
 		 * lost (a failed write in tcp_serve_stop hung the ps at exit:
 		 * fault sweep, docs/hardening.md) */
@@ -345,12 +348,15 @@ static void *serve_main(void *arg)
 			RDMAPS_ERR("tcp: epoll_wait failed: %s", strerror(errno));
 			break;
 		}
-		pthread_mutex_lock(&tc->lock);
+		/* odd: a batch is in progress.  SEQ_CST pairs with
+		 * tcp_serve_remove: either we see its dead = 1 below, or it
+		 * sees this odd value and waits for the even one. */
+		__atomic_fetch_add(&tc->batch, 1, __ATOMIC_SEQ_CST);
 		for (int i = 0; i < n; i++) {
 			struct tcp_srv *s = ev[i].data.ptr;
 			int rc = ST_OK;
 
-			if (!s || s->dead)
+			if (!s || __atomic_load_n(&s->dead, __ATOMIC_SEQ_CST))
 				continue;   /* eventfd (stop) or already removed */
 			if (s->tx_busy) {
 				if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
@@ -361,7 +367,7 @@ static void *serve_main(void *arg)
 			if (rc < 0 || rc == ST_CLOSE)
 				srv_kill(tc, s, rc < 0);
 		}
-		pthread_mutex_unlock(&tc->lock);
+		__atomic_fetch_add(&tc->batch, 1, __ATOMIC_RELEASE);   /* even: done */
 	}
 	return NULL;
 }
@@ -394,7 +400,7 @@ static int start_thread(struct rt_ctx *ctx)
 		return err == EINVAL ? RDMAPS_E_IO : RDMAPS_E_NOMEM;
 	}
 	pthread_setname_np(tc->thr, "rt-progress"); /* cosmetic: top -H, tests */
-	tc->started = 1;
+	__atomic_store_n(&tc->started, 1, __ATOMIC_RELEASE);   /* tc->thr is set */
 	return RDMAPS_OK;
 }
 
@@ -414,7 +420,7 @@ int tcp_serve_add(struct rt_ctx *ctx, struct rt_conn *conn, int fd)
 	s->conn = conn;
 	e.data.ptr = s;
 	pthread_mutex_lock(&tc->lock);
-	if (!tc->started) {
+	if (!__atomic_load_n(&tc->started, __ATOMIC_ACQUIRE)) {
 		rc = start_thread(ctx);
 		if (rc)
 			goto out;
@@ -438,18 +444,26 @@ void tcp_serve_remove(struct rt_ctx *ctx, struct tcp_srv *s)
 
 	if (!s)
 		return;
-	pthread_mutex_lock(&tc->lock);
-	if (!s->dead) {
-		s->dead = 1;
+	if (!__atomic_exchange_n(&s->dead, 1, __ATOMIC_SEQ_CST))
 		epoll_ctl(tc->epfd, EPOLL_CTL_DEL, s->fd, NULL);
-	}
 	shutdown(s->fd, SHUT_RDWR);
+	/* Wait out a batch the thread may be in: it may have read dead == 0
+	 * before our store and be using s->conn, which our caller frees next.
+	 * Batches are short (non-blocking I/O).  Not from the thread itself. */
+	if (__atomic_load_n(&tc->started, __ATOMIC_ACQUIRE) &&
+	    !pthread_equal(pthread_self(), tc->thr)) {
+		uint64_t b = __atomic_load_n(&tc->batch, __ATOMIC_SEQ_CST);
+
+		if (b & 1)
+			while (__atomic_load_n(&tc->batch, __ATOMIC_ACQUIRE) == b)
+				sched_yield();
+	}
 	s->conn = NULL;
-	/* freed by the thread before its next epoll_wait (an event for s may
-	 * already be in its hands), or by tcp_serve_stop */
-	s->next_dead = tc->graveyard;
-	tc->graveyard = s;
-	pthread_mutex_unlock(&tc->lock);
+	/* freed by the thread before its next epoll_wait, or by tcp_serve_stop */
+	s->next_dead = __atomic_load_n(&tc->graveyard, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&tc->graveyard, &s->next_dead, s, 1,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 }
 
 void tcp_serve_stop(struct rt_ctx *ctx)
@@ -458,13 +472,11 @@ void tcp_serve_stop(struct rt_ctx *ctx)
 	uint64_t one = 1;
 
 	if (tc->started) {
-		pthread_mutex_lock(&tc->lock);
-		tc->stop = 1;
-		pthread_mutex_unlock(&tc->lock);
+		__atomic_store_n(&tc->stop, 1, __ATOMIC_RELEASE);
 		if (write(tc->evfd, &one, sizeof(one)) < 0)
 			RDMAPS_ERR("tcp: write(eventfd) failed: %s", strerror(errno));
 		pthread_join(tc->thr, NULL);
-		tc->started = 0;
+		__atomic_store_n(&tc->started, 0, __ATOMIC_RELEASE);
 	}
 	while (tc->graveyard) {
 		struct tcp_srv *d = tc->graveyard;

@@ -5,7 +5,8 @@
  *   read/write correctness 1 B .. 16 MiB, fetch-add from 4 peers sums
  *   exactly, cmp-swap success/failure, bounds/rights violations (caught
  *   locally and - by forging the peer's table - at the target) while the
- *   target keeps serving, wrong auth token, closed port, killed peer.
+ *   target keeps serving, wrong auth token, closed port, killed peer,
+ *   connections the target deletes while their peer keeps it busy.
  * rdma: exits 77 (SKIPPED) when rt_ctx_new(RT_RDMA) says RDMAPS_E_NODEV. */
 #include <errno.h>
 #include <netdb.h>
@@ -104,12 +105,24 @@ static void *local_adder(void *arg)
 	return NULL;
 }
 
+#define CHURN_MS 20
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1e3 + (t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 /* Serve until the control pipe closes.  Writes the port to port_fd. */
 static int target_main(int port_fd, int ctrl_fd, int with_adder)
 {
 	struct rt_ctx *ctx = mkctx(TOKEN);
 	struct rt_listener *lst = NULL;
 	struct rt_conn *conns[64];
+	struct rt_conn *churn = NULL;   /* role 98: deleted CHURN_MS after accept */
+	struct timespec churn_t0 = { 0 };
 	int nconn = 0, rc;
 	struct target_mem m;
 	pthread_t thr;
@@ -149,7 +162,13 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 
 		if (poll(&p, 1, 0) > 0)
 			break; /* parent closed the pipe (or wrote): stop */
-		rc = rt_accept(lst, 50, &req);
+		if (churn && ms_since(&churn_t0) >= CHURN_MS) {
+			/* the peer is busy on it: the progress thread may be
+			 * serving it right now; after this returns nothing may
+			 * touch the connection (ASan: its grants are freed) */
+			rt_conn_delete(&churn);
+		}
+		rc = rt_accept(lst, churn ? 2 : 50, &req);
 		if (rc == RDMAPS_E_TIMEOUT)
 			continue;
 		if (rc) {
@@ -158,6 +177,15 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 		}
 		if (nconn == 64 || rt_request_hello(req)->role == 99) {
 			rt_reject(&req); /* role 99: the suite's "reject me" */
+			continue;
+		}
+		if (rt_request_hello(req)->role == 98) {  /* the suite's "drop me soon" */
+			if (churn)
+				rt_conn_delete(&churn);
+			rc = rt_accept_grant(&req, g, 4, &churn);
+			if (rc)
+				fprintf(stderr, "target: rt_accept_grant: %s\n", rdmaps_strerror(rc));
+			clock_gettime(CLOCK_MONOTONIC, &churn_t0);
 			continue;
 		}
 		rc = rt_accept_grant(&req, g, 4, &conns[nconn]);
@@ -170,6 +198,7 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 		pthread_join(thr, NULL);
 	for (int i = 0; i < nconn; i++)
 		rt_conn_delete(&conns[i]);
+	rt_conn_delete(&churn);
 	rt_listener_delete(&lst);
 	rt_ctx_delete(&ctx);
 	return 0;
@@ -209,9 +238,10 @@ struct client {
 	uint8_t *buf, *res;
 };
 
-static int client_open(struct client *c, struct rt_ctx *ctx, uint16_t port, uint32_t index)
+static int client_open_role(struct client *c, struct rt_ctx *ctx, uint16_t port, uint32_t role,
+			    uint32_t index)
 {
-	struct rt_hello h = { .role = 1, .index = index, .layout_hash = 0x1234 };
+	struct rt_hello h = { .role = role, .index = index, .layout_hash = 0x1234 };
 	struct rt_grant g[2];
 	int rc;
 
@@ -225,6 +255,11 @@ static int client_open(struct client *c, struct rt_ctx *ctx, uint16_t port, uint
 	g[1] = (struct rt_grant){ L_RES, c->res, SMALL, RT_RIGHT_NONE };
 	rc = rt_connect(ctx, g_addr, port, &h, g, 2, TMO, &c->conn);
 	return rc;
+}
+
+static int client_open(struct client *c, struct rt_ctx *ctx, uint16_t port, uint32_t index)
+{
+	return client_open_role(c, ctx, port, 1, index);
 }
 
 static void client_close(struct client *c)
@@ -603,6 +638,53 @@ static int t_killed(struct rt_ctx *ctx, uint16_t port, pid_t victim)
 	return 0;
 }
 
+/* The target deletes a connection (rt_conn_delete, role 98) about
+ * CHURN_MS after accepting it, while we keep READs and WRITEs of 64 KiB in
+ * flight on it: each round must end in an error, not a hang, and the
+ * target must live on (a use of the deleted connection by its progress
+ * thread is a use-after-free: the ASan tier aborts the target, and its
+ * exit status fails the suite).  Writes go to the last 64 KiB of G_BIG,
+ * which no other test reads. */
+static int t_churn(struct rt_ctx *ctx, uint16_t port, struct client *other)
+{
+	enum { ROUNDS = 12, LEN = 65536 };
+	int ops_total = 0;
+
+	for (int r = 0; r < ROUNDS; r++) {
+		struct client c;
+		struct timespec t0;
+		int rc = client_open_role(&c, ctx, port, 98, 60 + (uint32_t)r), err = 0, ops = 0;
+
+		CHECK(rc == 0, "churn round %d: connect: %s", r, rdmaps_strerror(rc));
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (!err && ms_since(&t0) < 5000) {
+			rc = rt_read(c.conn, L_BUF, 0, G_BIG, 0, LEN, 1, RT_F_SIGNALED);
+			if (!rc)
+				rc = rt_write(c.conn, L_BUF, LEN, G_BIG, BIG_ALLOC - LEN, LEN, 2,
+					      RT_F_SIGNALED);
+			for (int k = 0; !rc && k < 2; k++) {
+				struct rt_completion cmp;
+				int n = rt_poll(c.conn, &cmp, 1, 2000);
+
+				rc = n < 0 ? n : n == 0 ? RDMAPS_E_TIMEOUT : cmp.status;
+			}
+			if (rc)
+				err = rc;
+			else
+				ops += 2;
+		}
+		client_close(&c);
+		CHECK(err && err != RDMAPS_E_TIMEOUT,
+		      "churn round %d: %d ops in 5 s and no error (%s): the target did not drop us",
+		      r, ops, rdmaps_strerror(err));
+		ops_total += ops;
+	}
+	fprintf(stderr, "  %d connections deleted by the target under load (%d ops done)\n",
+		ROUNDS, ops_total);
+	CHECK(do_read(other, 0, G_RO, 0, SMALL) == 0, "target stopped serving after the churn");
+	return 0;
+}
+
 /* TCP: garbage on one connection's request stream closes that connection
  * only (the target logs it); the other peer keeps being served. */
 static int t_malformed(struct rt_ctx *ctx, uint16_t port, struct client *other)
@@ -830,6 +912,7 @@ int main(int argc, char **argv)
 		RUN("junk hello / half-open socket do not block accept", t_bad_hello(ctx, port));
 	RUN("wrong auth token refused", t_auth(port, &other));
 	RUN("closed port refused, bad host unreachable", t_refused(ctx));
+	RUN("target deletes connections under load", t_churn(ctx, port, &other));
 	RUN("peer SIGKILLed mid-operation", t_killed(ctx, vport, victim));
 	client_close(&c);
 	client_close(&other);
