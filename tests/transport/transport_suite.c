@@ -64,6 +64,23 @@ void *__wrap_malloc(size_t n) { __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXE
 void *__wrap_calloc(size_t n, size_t m) { __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED); return __real_calloc(n, m); }
 void *__wrap_realloc(void *p, size_t n) { __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED); return __real_realloc(p, n); }
 
+/* Test hook (--wrap=recv, this binary only): while g_slow_serve is set,
+ * the TCP progress thread ("rt-progress") sleeps 1 ms before each recv(),
+ * i.e. inside its epoll batch, just before it looks up the grants of the
+ * request it reads.  t_churn's target sets it while it deletes
+ * connections under load, so that the deletion lands inside a batch. */
+static int g_slow_serve;
+ssize_t __real_recv(int fd, void *buf, size_t n, int flags);
+ssize_t __wrap_recv(int fd, void *buf, size_t n, int flags)
+{
+	char name[16];
+
+	if (__atomic_load_n(&g_slow_serve, __ATOMIC_RELAXED) &&
+	    !pthread_getname_np(pthread_self(), name, sizeof(name)) && !strcmp(name, "rt-progress"))
+		usleep(1000);
+	return __real_recv(fd, buf, n, flags);
+}
+
 static int sock_addr(uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
 
 static uint8_t pat(size_t i, unsigned seed) { return (uint8_t)(i * 7u + seed * 13u + 3u); }
@@ -167,6 +184,7 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 			 * serving it right now; after this returns nothing may
 			 * touch the connection (ASan: its grants are freed) */
 			rt_conn_delete(&churn);
+			__atomic_store_n(&g_slow_serve, 0, __ATOMIC_RELAXED);
 		}
 		rc = rt_accept(lst, churn ? 2 : 50, &req);
 		if (rc == RDMAPS_E_TIMEOUT)
@@ -186,6 +204,7 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 			if (rc)
 				fprintf(stderr, "target: rt_accept_grant: %s\n", rdmaps_strerror(rc));
 			clock_gettime(CLOCK_MONOTONIC, &churn_t0);
+			__atomic_store_n(&g_slow_serve, 1, __ATOMIC_RELAXED);
 			continue;
 		}
 		rc = rt_accept_grant(&req, g, 4, &conns[nconn]);
