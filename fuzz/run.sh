@@ -18,7 +18,7 @@ targets="fuzz_ckpt fuzz_idx fuzz_desc fuzz_tcp_frame"
 srcs_fuzz_ckpt="$S/ps/checkpoint.c $S/common/status.c -lz"
 srcs_fuzz_idx="$S/kernels/idx.c $S/common/status.c -lz"
 srcs_fuzz_desc="$S/rdma/desc.c $S/common/status.c"
-srcs_fuzz_tcp_frame="$S/rdma/tcp_wire.c $S/rdma/desc.c $S/common/status.c"
+srcs_fuzz_tcp_frame="$S/rdma/tcp_wire.c $S/rdma/clock.c $S/rdma/desc.c $S/common/status.c"
 
 fail=0
 for t in $targets; do
@@ -30,7 +30,7 @@ for t in $targets; do
 done
 # shellcheck disable=SC2086
 $CC -g -O1 -fsanitize=address,undefined -D_GNU_SOURCE -I$S -I$S/rdma "$here/mkseeds.c" \
-	$S/ps/checkpoint.c $S/rdma/desc.c $S/rdma/tcp_wire.c $S/common/status.c -lz -o "$out/mkseeds" &&
+	$S/ps/checkpoint.c $S/rdma/desc.c $S/rdma/tcp_wire.c $S/rdma/clock.c $S/common/status.c -lz -o "$out/mkseeds" &&
 	"$out/mkseeds" "$out/seeds" || { echo "run.sh: seed generation FAILED"; fail=1; }
 
 for t in $targets; do

@@ -106,6 +106,11 @@ void rt_conn_set_err(struct rt_conn *c, const char *fmt, ...)
  * len nonzero, known rights bits); RDMAPS_E_INVAL otherwise.  (rt.c) */
 int rt_grants_to_local(struct rt_conn *c, const struct rt_grant *g, int n);
 
+/* CLOCK_MONOTONIC in microseconds / milliseconds: every backend's timeouts.
+ * (clock.c) */
+uint64_t rt_now_us(void);
+uint64_t rt_now_ms(void);
+
 /* NUMA node nearest to a verbs device (hwloc), or -1 when unknown or the
  * machine has a single node.  (numa.c) */
 struct ibv_device;

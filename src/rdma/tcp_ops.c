@@ -149,7 +149,7 @@ static int progress_rx(struct rt_conn *c, int block)
 static int spin_rx(struct rt_conn *c, int *rc)
 {
 	struct tcp_conn *t = c->backend;
-	uint64_t end = tcp_now_us() + (uint64_t)t->spin_us;
+	uint64_t end = rt_now_us() + (uint64_t)t->spin_us;
 
 	do {
 		uint32_t acked = t->acked;
@@ -159,7 +159,7 @@ static int spin_rx(struct rt_conn *c, int *rc)
 		*rc = progress_rx(c, 0);
 		if (*rc || t->acked != acked || t->rxh_got != got || t->rx_left != left)
 			return 0;
-	} while (tcp_now_us() < end);
+	} while (rt_now_us() < end);
 	return 1;
 }
 
@@ -227,7 +227,7 @@ static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 			int rc;
 
 			if (!deadline)
-				deadline = tcp_now_ms() + (uint64_t)t->io_timeout_ms;
+				deadline = rt_now_ms() + (uint64_t)t->io_timeout_ms;
 			rc = poll(&p, 1, tcp_remaining(deadline));
 			if (rc == 0) {
 				rt_conn_set_err(c, "tcp: send stalled for %d ms", t->io_timeout_ms);
@@ -354,7 +354,7 @@ static int harvest(struct tcp_conn *t, struct rt_completion *comps, int max)
 int tcp_poll(struct rt_conn *c, struct rt_completion *comps, int max, int timeout_ms)
 {
 	struct tcp_conn *t = c->backend;
-	uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = rt_now_ms() + (uint64_t)timeout_ms;
 	int n;
 
 	for (;;) {
@@ -372,7 +372,7 @@ int tcp_poll(struct rt_conn *c, struct rt_completion *comps, int max, int timeou
 int tcp_flush(struct rt_conn *c, int timeout_ms)
 {
 	struct tcp_conn *t = c->backend;
-	uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = rt_now_ms() + (uint64_t)timeout_ms;
 	int rc;
 
 	if (!t->broken && t->acked != t->head &&

@@ -319,7 +319,7 @@ static int pend_hello(struct rt_ctx *ctx, struct tcp_listener *tl, int i)
 				    !ctx->token_len ? "an auth token, but this side has none (no --auth_token_file),"
 				    : !p->hello.token_len ? "no auth token" : "wrong auth token",
 				    p->hello.h.role, p->hello.h.index);
-		send_setup(p->fd, RDMAPS_E_AUTH, NULL, 0, tcp_now_ms() + 100);
+		send_setup(p->fd, RDMAPS_E_AUTH, NULL, 0, rt_now_ms() + 100);
 		pend_drop(tl, i, 1);
 		return 0;
 	}
@@ -348,12 +348,12 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 {
 	struct tcp_listener *tl = lst->backend;
 	struct rt_ctx *ctx = lst->ctx;
-	uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = rt_now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
 		struct pollfd pfd[TCP_PENDING_MAX + 1];
 		int a, b, rc, wait;
-		uint64_t now = tcp_now_ms();
+		uint64_t now = rt_now_ms();
 
 		if (find_pair(tl, &a, &b)) {
 			struct tcp_request *r = calloc(1, sizeof(*r));
@@ -428,7 +428,7 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 
 					memset(p, 0, sizeof(*p));
 					p->fd = fd;
-					p->deadline = tcp_now_ms() + (uint64_t)ctx->timeout_ms;
+					p->deadline = rt_now_ms() + (uint64_t)ctx->timeout_ms;
 				}
 			} else if (errno != EAGAIN && errno != EINTR) {
 				RDMAPS_WARN("tcp: accept failed: %s", strerror(errno));
@@ -441,7 +441,7 @@ static int tcp_accept_grant(struct rt_request *req, const struct rt_grant *g, in
 			    struct rt_conn *conn)
 {
 	struct tcp_request *r = req->backend;
-	uint64_t deadline = tcp_now_ms() + (uint64_t)req->ctx->timeout_ms;
+	uint64_t deadline = rt_now_ms() + (uint64_t)req->ctx->timeout_ms;
 	uint8_t table[RT_TABLE_MAX_LEN];
 	size_t tlen = 0;
 	int32_t st = 0;
@@ -484,7 +484,7 @@ static void tcp_reject(struct rt_request *req)
 	if (!r)
 		return;
 	send_setup(r->fd_ops, req->reject_status ? req->reject_status : RDMAPS_E_REFUSED, NULL, 0,
-		   tcp_now_ms() + 100);
+		   rt_now_ms() + 100);
 	close(r->fd_ops);
 	close(r->fd_serve);
 	free(r);
@@ -543,7 +543,7 @@ static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		       const struct rt_hello *hello, const struct rt_grant *g, int n,
 		       int timeout_ms, struct rt_conn *conn)
 {
-	uint64_t deadline = tcp_now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = rt_now_ms() + (uint64_t)timeout_ms;
 	struct addrinfo *ai = NULL;
 	struct tcp_hello th;
 	uint8_t hb[TCP_HELLO_LEN], table[RT_TABLE_MAX_LEN];
@@ -564,7 +564,7 @@ static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 	th.token_len = (uint32_t)ctx->token_len;
 	memcpy(th.token, ctx->token, ctx->token_len);
 	if (getrandom(&th.nonce, sizeof(th.nonce), 0) != sizeof(th.nonce))
-		th.nonce = tcp_now_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)conn;
+		th.nonce = rt_now_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)conn;
 	rc = connect_one(ai, deadline, &fa);
 	if (rc)
 		goto err;

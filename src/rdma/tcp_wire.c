@@ -73,22 +73,9 @@ int tcp_hello_decode(const uint8_t in[TCP_HELLO_LEN], struct tcp_hello *h)
 	return RDMAPS_OK;
 }
 
-uint64_t tcp_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-uint64_t tcp_now_ms(void)
-{
-	return tcp_now_us() / 1000u;
-}
-
 int tcp_remaining(uint64_t deadline)
 {
-	uint64_t now = tcp_now_ms();
+	uint64_t now = rt_now_ms();
 
 	if (now >= deadline)
 		return 0;

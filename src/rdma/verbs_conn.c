@@ -134,7 +134,7 @@ static int event_status(const struct rdma_cm_event *ev)
 int verbs_cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		  int timeout_ms, struct rdma_cm_event **ev)
 {
-	uint64_t deadline = verbs_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = rt_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	struct rdma_cm_event *e;
 	int rc;
 
@@ -148,7 +148,7 @@ int verbs_cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 			RDMAPS_ERR("verbs: rdma_get_cm_event failed: %s", strerror(errno));
 			return RDMAPS_E_IO;
 		}
-		now = verbs_now_ms();
+		now = rt_now_ms();
 		if (now >= deadline)
 			return RDMAPS_E_TIMEOUT;
 		rc = poll(&pfd, 1, (int)(deadline - now));
@@ -199,7 +199,7 @@ int verbs_check_cm_events(struct rt_conn *c)
 
 static int remaining_ms(uint64_t deadline)
 {
-	uint64_t now = verbs_now_ms();
+	uint64_t now = rt_now_ms();
 
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
@@ -353,7 +353,7 @@ static int exchange_tables(struct rt_conn *conn, uint64_t deadline)
 			return rc;
 		if (vc->broken)
 			return vc->broken;
-		if (!rc && verbs_now_ms() >= deadline) {
+		if (!rc && rt_now_ms() >= deadline) {
 			RDMAPS_ERR("verbs: timed out exchanging grants tables");
 			return RDMAPS_E_TIMEOUT;
 		}
@@ -493,7 +493,7 @@ int verbs_accept(struct rt_listener *lst, int timeout_ms, struct rt_request *req
 {
 	struct verbs_listener *vl = lst->backend;
 	struct rt_ctx *ctx = lst->ctx;
-	uint64_t deadline = verbs_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	uint64_t deadline = rt_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	uint8_t want[RT_TOKEN_MAX];
 
 	memset(want, 0, sizeof(want));
@@ -510,7 +510,7 @@ int verbs_accept(struct rt_listener *lst, int timeout_ms, struct rt_request *req
 		if (rc == RDMAPS_E_TIMEOUT || rc == RDMAPS_E_IO)
 			return rc;
 		if (rc) {
-			if (verbs_now_ms() >= deadline)
+			if (rt_now_ms() >= deadline)
 				return RDMAPS_E_TIMEOUT;
 			continue; /* unexpected event on the listener: already logged */
 		}
@@ -575,7 +575,7 @@ int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 		       struct rt_conn *conn)
 {
 	struct verbs_request *vr = req->backend;
-	uint64_t deadline = verbs_now_ms() + (uint64_t)set_timeout(req->ctx, 0);
+	uint64_t deadline = rt_now_ms() + (uint64_t)set_timeout(req->ctx, 0);
 	struct rdma_conn_param cp;
 	struct rdma_cm_event *ev = NULL;
 	struct verbs_conn *vc;
@@ -644,7 +644,7 @@ int verbs_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		  const struct rt_hello *hello, const struct rt_grant *g, int n,
 		  int timeout_ms, struct rt_conn *conn)
 {
-	uint64_t deadline = verbs_now_ms() + (uint64_t)set_timeout(ctx, timeout_ms);
+	uint64_t deadline = rt_now_ms() + (uint64_t)set_timeout(ctx, timeout_ms);
 	uint8_t pd[VERBS_HELLO_LEN];
 	struct rdma_conn_param cp;
 	struct rdma_cm_event *ev = NULL;

@@ -152,7 +152,6 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 int verbs_flush(struct rt_conn *c, int timeout_ms);
 /* Poll the CQ once into the stash (set-up helpers use it too). */
 int verbs_progress(struct rt_conn *c);
-uint64_t verbs_now_ms(void);
 /* ms to busy-poll before sleeping (ctx->poll_spin_us; UINT64_MAX = never). */
 uint64_t verbs_spin_ms(const struct rt_ctx *ctx);
 

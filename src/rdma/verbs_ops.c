@@ -12,14 +12,6 @@
 
 #include "verbs_internal.h"
 
-uint64_t verbs_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 uint64_t verbs_spin_ms(const struct rt_ctx *ctx)
 {
 	int us = ctx->poll_spin_us;
@@ -142,7 +134,7 @@ static int make_room(struct rt_conn *c)
 		if (vc->broken)
 			return RDMAPS_E_PEER_GONE;
 		if (n == 0) {
-			uint64_t now = verbs_now_ms();
+			uint64_t now = rt_now_ms();
 
 			if (vc->stash_n >= VERBS_STASH)
 				return RDMAPS_E_AGAIN; /* caller must rt_poll first */
@@ -284,7 +276,7 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 		if (timeout_ms <= 0)
 			return 0;
 		if (++spins % VERBS_SPIN_CHECK == 0) {
-			uint64_t now = verbs_now_ms();
+			uint64_t now = rt_now_ms();
 
 			if (!deadline) {
 				start = now;
@@ -329,7 +321,7 @@ static int post_fence_op(struct rt_conn *c)
 int verbs_flush(struct rt_conn *c, int timeout_ms)
 {
 	struct verbs_conn *vc = c->backend;
-	uint64_t start = verbs_now_ms();
+	uint64_t start = rt_now_ms();
 	uint64_t deadline = start + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	uint64_t target;
 	unsigned spins = 0;
@@ -357,7 +349,7 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 			}
 			if (++spins % VERBS_SPIN_CHECK != 0)
 				continue;
-			now = verbs_now_ms();
+			now = rt_now_ms();
 			if (now >= deadline)
 				break;
 			if (now - start < verbs_spin_ms(c->ctx))
