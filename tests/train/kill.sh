@@ -61,7 +61,6 @@ for x in s: x.bind(("127.0.0.1", 0))
 print(" ".join(str(x.getsockname()[1]) for x in s))' "$1"
 }
 
-nlines() { wc -l <"$1"; }
 # wait_exit NAME SECS: wait for the task to exit; its status in $st
 wait_exit() {
 	local end=$((SECONDS + $2)) p=${pid[$1]}
@@ -126,25 +125,10 @@ worker_rejoin)
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_step "$dir/w1.log" 50 120 || fail "worker 1 did not reach global step 50"
 	kill9 w1
-	# only lines printed after the kill count
-	from_ps=$(($(nlines "$dir/ps0.log") + 1)); from_w0=$(($(nlines "$dir/w0.log") + 1))
-	killed_at=$(last_step "$dir/w1.log")
-	echo "  killed worker 1 (SIGKILL) at global step $killed_at"
-	[ "$killed_at" -lt $steps ] || fail "worker 1 was killed after the end"
-	wait_for "$dir/ps0.log" "ps 0: barrier timeout: .*missing: worker 1( |$)" 60 "$from_ps" \
-		|| fail "the ps did not name worker 1 (alone) after --barrier_timeout"
-	wait_for "$dir/w0.log" "Worker 0: barrier timeout: .*missing: worker 1$" 60 "$from_w0" \
-		|| fail "worker 0 did not name worker 1 (alone) after --barrier_timeout"
-	tail -n +"$from_ps" "$dir/ps0.log" | grep -m1 "barrier timeout" | sed 's/^/  /'
-	tail -n +"$from_w0" "$dir/w0.log" | grep -m1 "barrier timeout" | sed 's/^/  /'
+	rejoin_killed $steps     # lib.sh: the barrier-timeout messages name worker 1
 	start w1b worker 1 2 w1b "${f[@]}"
 	wait_ok 180 w1b w0 ps0
-	grep -q "ps 0: worker 1 rejoined" "$dir/ps0.log" || fail "the ps did not report worker 1 rejoining"
-	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
-	for l in w0 w1b; do grep -q "validation cross entropy" "$dir/$l.log" || fail "$l did not finish"; done
-	first=$(sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$dir/w1b.log" | head -1)
-	echo "  the restarted worker 1 began at global step ${first:-?}"
-	grep -h "rejoined\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	check_rejoined $steps w1b
 	;;
 duplicate)
 	# the duplicate must find the job running: worker 0 sleeps 5 ms per step

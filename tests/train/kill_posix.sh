@@ -1,7 +1,7 @@
 #!/bin/sh
 # Kill-and-restart tests in POSIX sh, so that they also run under busybox in
-# the SoftRoCE VM (the rdma tier): the verbs twins of kill.sh's two most
-# valuable cases, small enough for the VM's time budget (few steps, a
+# the SoftRoCE VM (the rdma tier): the verbs twins of three of kill.sh's
+# cases, small enough for the VM's time budget (few steps, a
 # 6000-image MNIST cut).  Tasks are started by hand with TensorFlow's flags;
 # every wait is bounded and waits for printed lines, never a fixed time.
 # usage: kill_posix.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
@@ -11,6 +11,10 @@
 #                  after a checkpoint, restart it: it restores, the workers
 #                  report the loss and reconnect, the job completes at
 #                  --train_steps, at most the steps since the last save lost
+#   worker_rejoin  sync, R = W = 2, --barrier_timeout=2: kill -9 worker 1
+#                  mid-run; the ps and worker 0 name it; restart it: the ps
+#                  takes the new connection into its slot (new grants), the
+#                  job completes at --train_steps
 # Env: RDMAPS_KILL_STEPS (default 40; on the host's fast tcp use more).
 # Address: 127.0.0.1 for tcp; RDMAPS_RDMA_ADDR (default 127.0.0.1) for rdma.
 # Exit 0 pass, 1 fail, 77 skipped (no MNIST, or no RDMA device).
@@ -118,6 +122,21 @@ ps_restart)
 	check_ps_restored "$steps"
 	grep -h "transport\|lost ps\|reconnected\|restored\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
-*) echo "usage: kill_posix.sh BIN TRANSPORT DATA_DIR worker_backup|ps_restart"; exit 2 ;;
+worker_rejoin)
+	f="--train_steps=$steps --barrier_timeout=2"
+	# shellcheck disable=SC2086
+	start_ps ps0 2 $f
+	# shellcheck disable=SC2086
+	for i in 0 1; do start w$i worker $i 2 $f; done
+	wait_step "$dir/w1.log" 3 240 || fail "worker 1 did not reach global step 3"
+	kill9 w1
+	rejoin_killed "$steps"   # lib.sh: the barrier-timeout messages name worker 1
+	wait_exit w1 30
+	# shellcheck disable=SC2086
+	start w1b worker 1 2 $f
+	wait_ok 240 w1b w0 ps0
+	check_rejoined "$steps" w1b
+	;;
+*) echo "usage: kill_posix.sh BIN TRANSPORT DATA_DIR worker_backup|ps_restart|worker_rejoin"; exit 2 ;;
 esac
 echo "PASSED: $case over $tr"

@@ -108,3 +108,33 @@ check_ps_restored() {
 	done
 	grep -q "global step $1, " "$dir/ps0b.log" || fail "final global step is not $1"
 }
+
+# The worker_rejoin case of both kill scripts (ps0, w0, w1 are the logs of
+# the ps and the two workers, R = W = 2, --barrier_timeout=2).
+nlines() { wc -l <"$1" | tr -d ' '; }
+# rejoin_killed STEPS: call right after worker 1 was SIGKILLed.  Its last
+# global step must be before STEPS; then the ps and worker 0 must name
+# worker 1 (alone) after the barrier timeout, in lines printed after the kill.
+rejoin_killed() {
+	from_ps_=$(($(nlines "$dir/ps0.log") + 1)); from_w0_=$(($(nlines "$dir/w0.log") + 1))
+	killed_at_=$(last_step "$dir/w1.log")
+	echo "  killed worker 1 (SIGKILL) at global step $killed_at_"
+	[ "$killed_at_" -lt "$1" ] || fail "worker 1 was killed after the end"
+	wait_for "$dir/ps0.log" "ps 0: barrier timeout: .*missing: worker 1( |$)" 60 "$from_ps_" \
+		|| fail "the ps did not name worker 1 (alone) after --barrier_timeout"
+	wait_for "$dir/w0.log" "Worker 0: barrier timeout: .*missing: worker 1$" 60 "$from_w0_" \
+		|| fail "worker 0 did not name worker 1 (alone) after --barrier_timeout"
+	tail -n +"$from_ps_" "$dir/ps0.log" | grep -m1 "barrier timeout" | sed 's/^/  /'
+	tail -n +"$from_w0_" "$dir/w0.log" | grep -m1 "barrier timeout" | sed 's/^/  /'
+}
+# check_rejoined STEPS NAME: after the job ended (all exit 0), with NAME the
+# restarted worker 1: the ps saw it rejoin, the job reached STEPS, both
+# workers printed their validation cross entropy.
+check_rejoined() {
+	grep -q "ps 0: worker 1 rejoined" "$dir/ps0.log" || fail "the ps did not report worker 1 rejoining"
+	grep -q "global step $1, " "$dir/ps0.log" || fail "final global step is not $1"
+	for l_ in w0 "$2"; do grep -q "validation cross entropy" "$dir/$l_.log" || fail "$l_ did not finish"; done
+	first_=$(sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$dir/$2.log" | head -1)
+	echo "  the restarted worker 1 began at global step ${first_:-?}"
+	grep -h "rejoined\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+}
