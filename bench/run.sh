@@ -7,7 +7,9 @@
 #   1. bench/ps_apply/ps_apply_bench   ps apply vs a[i] += b[i]      -> ps_apply.{txt,json}
 #   2. bench/transport/rt_bench        READ/WRITE/FETCH_ADD round trips of the
 #                                      transport vs raw TCP, up to the mlp
-#                                      shard's buffer size             -> rt_bench.{txt,json}
+#                                      shard's buffer size, unpinned (for the
+#                                      scaling model)                  -> rt_bench.{txt,json}
+#      and again pinned, 4 sizes: issue 2's vs-raw-tcp figure        -> rt_bench_pinned.{txt,json}
 #   3. bench/step/step_bench.py        step anatomy, sync vs async, transport
 #                                      reference (tcp_rr), convergence,
 #                                      stragglers                      -> step_bench.json, runs/
@@ -73,6 +75,16 @@ if "$build/bench/transport/rt_bench" --transport tcp --no-pin --op all --min-siz
 	grep -E '^vs-raw' "$out/rt_bench.txt" | tail -4
 else
 	fail+=(rt_bench); tail -5 "$out/rt_bench.txt"
+fi
+
+echo "== 2b/4 transport vs raw TCP, pinned (issue 2's figure: client on CPU 0, servers on the last CPU)"
+# unpinned, a row depends on whether the scheduler put a client and its
+# server on one vCPU or on two (docs/benchmarks.md, "Not done")
+if "$build/bench/transport/rt_bench" --transport tcp --op all --sizes 8,4096,65536,318144 \
+	--iters $iters --json "$out/rt_bench_pinned.json" >"$out/rt_bench_pinned.txt" 2>&1; then
+	grep -E '^vs-raw' "$out/rt_bench_pinned.txt"
+else
+	fail+=(rt_bench_pinned); tail -5 "$out/rt_bench_pinned.txt"
 fi
 
 echo "== 3/4 training runs (step_bench)"
