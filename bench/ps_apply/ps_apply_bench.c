@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/clones.h"
 #include "kernels/optim.h"
 
 static double now_s(void)
@@ -56,17 +57,10 @@ static void __attribute__((noinline)) stream_add(float *restrict a, const float 
 		a[i] += b[i];
 }
 
-/* Same multi-versioning as optim.c's Adam (see there). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(RDMAPS_NO_CLONES)
-#define BENCH_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
-#else
-#define BENCH_CLONES
-#endif
-
 /* Diagnostic only: optim.c's fused Adam loop (g = scale * (g1 + g2)) with
  * lr_t * m / (sqrt(v) + eps) replaced by lr_t * m * (v + eps).  Same loads
  * and stores, no sqrt, no divide. */
-BENCH_CLONES __attribute__((noinline))
+RDM_CLONES __attribute__((noinline))  /* as optim.c's Adam */
 static void adam_nosqrt(float *restrict wo, const float *restrict wi, const float *restrict g1,
 			const float *restrict g2, float scale, float lr_t, float b1, float b2,
 			float eps, float *restrict m, float *restrict v, size_t n)
@@ -250,8 +244,9 @@ int main(int argc, char **argv)
 			double mn, t_adam = measure(&c, W_ADAM, &mn);
 			double t_ref = measure(&c, W_STREAM, &mn);
 			double t_refb = measure(&c, W_SBYTES, &mn);
-			rf[k] = (32.0 * c.n / t_adam) / (12.0 * c.n / t_ref);
-			rb[k] = (32.0 * c.n / t_adam) / (12.0 * c.nb / t_refb);
+			double bw_adam = bytes_per_float(W_ADAM, R) / t_adam;
+			rf[k] = bw_adam / (bytes_per_float(W_STREAM, R) / t_ref);
+			rb[k] = bw_adam / (bytes_per_float(W_SBYTES, R) / t_refb);
 		}
 		qsort(rf, 3, sizeof(double), cmp_d);
 		qsort(rb, 3, sizeof(double), cmp_d);

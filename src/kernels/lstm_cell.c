@@ -16,15 +16,10 @@
  * each, 2026-12-02); see docs/benchmarks-kernels.md for the whole step. */
 #include <math.h>
 
+#include "kernels/clones.h"
 #include "kernels/kernels.h"
 
 #define INL static inline __attribute__((always_inline))
-/* runtime-dispatched AVX-512 clone; plain function elsewhere */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(RDMAPS_NO_CLONES)
-#define CELL_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
-#else
-#define CELL_CLONES
-#endif
 
 INL float sig(float x)
 {
@@ -68,7 +63,7 @@ INL void fwd_row(float *restrict g, const float *restrict bias, const float *res
 	}
 }
 
-CELL_CLONES
+RDM_CLONES
 void rdm_lstm_cell_fwd(int n, int H, float *G, const float *bias, const float *cp, float *cn,
 		       float *tc, float *hn, size_t ldh)
 {
@@ -97,7 +92,7 @@ INL void bwd_row(const float *restrict g, const float *restrict cp, const float 
 	}
 }
 
-CELL_CLONES
+RDM_CLONES
 void rdm_lstm_cell_bwd(int n, int H, const float *G, const float *cp, const float *tc,
 		       const float *dh, float *dc, float *dG)
 {

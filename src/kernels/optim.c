@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/status.h"
+#include "kernels/clones.h"
 #include "kernels/optim.h"
 
 void rdm_opt_defaults(struct rdm_opt_cfg *c, enum rdm_opt_kind k, float lr)
@@ -133,14 +134,9 @@ static void mom_op(float *restrict wo, const float *restrict wi, const float *re
  * about 15% faster on a 79,510-float shard.  With it the loop is bound by
  * memory traffic, not by the sqrt and divide (ps_apply_bench's adam_nosqrt
  * diagnostic runs within 1-3%; docs/benchmarks.md "ps apply").  Off with
- * -DRDMAPS_NO_CLONES (the TSan build: ifunc resolvers crash under TSan). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(RDMAPS_NO_CLONES)
-#define ADAM_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
-#else
-#define ADAM_CLONES
-#endif
+ * -DRDMAPS_NO_CLONES (kernels/clones.h). */
 
-ADAM_CLONES
+RDM_CLONES
 static void adam_ip(float *restrict w, const float *restrict g1, const float *g2, float scale,
 		    float lr_t, float b1, float b2, float eps, float *m, float *v,
 		    size_t n)
@@ -148,7 +144,7 @@ static void adam_ip(float *restrict w, const float *restrict g1, const float *g2
 	adam_k(w, w, g1, g2, scale, lr_t, b1, b2, eps, m, v, n);
 }
 
-ADAM_CLONES
+RDM_CLONES
 static void adam_op(float *restrict wo, const float *restrict wi, const float *restrict g1,
 		    const float *g2, float scale, float lr_t, float b1, float b2,
 		    float eps, float *m, float *v, size_t n)

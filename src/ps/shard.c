@@ -86,10 +86,6 @@ static int is_pending(const struct shard *s, int i)
 	return 0;
 }
 
-/* Tell worker i: released version G, token = its consumed seq.  One 8-byte
- * inline WRITE into its mailbox.  Unsignaled: an error still completes.
- * A worker without a connection (gone, or not yet back) gets nothing: it
- * learns version and token when it (re)connects. */
 /* Post worker i's current mailbox message (mbox_src) into its mailbox:
  * one 16-byte inline WRITE; releases, liveness probes and re-sends all go
  * through here. */
@@ -99,6 +95,10 @@ static int mbox_post(struct shard *s, int i, uint64_t wr_id, unsigned flags)
 			flags | RT_F_INLINE);
 }
 
+/* Tell worker i: released version G, token = its consumed seq.  One
+ * 16-byte message (mbox_pack) posted by mbox_post.  Unsignaled: an error
+ * still completes.  A worker without a connection (gone, or not yet back)
+ * gets nothing: it learns version and token when it (re)connects. */
 static void release(struct shard *s, int i)
 {
 	struct rt_completion c[8];

@@ -17,3 +17,12 @@ uint64_t rt_now_ms(void)
 {
 	return rt_now_us() / 1000u;
 }
+
+int rt_remaining_ms(uint64_t deadline)
+{
+	uint64_t now = rt_now_ms();
+
+	if (now >= deadline)
+		return 0;
+	return deadline - now > 0x7fffffff ? 0x7fffffff : (int)(deadline - now);
+}

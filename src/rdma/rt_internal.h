@@ -110,6 +110,8 @@ int rt_grants_to_local(struct rt_conn *c, const struct rt_grant *g, int n);
  * (clock.c) */
 uint64_t rt_now_us(void);
 uint64_t rt_now_ms(void);
+/* ms left until deadline (an rt_now_ms() value): >= 0, at most INT_MAX */
+int rt_remaining_ms(uint64_t deadline);
 
 /* NUMA node nearest to a verbs device (hwloc), or -1 when unknown or the
  * machine has a single node.  (numa.c) */

@@ -70,7 +70,6 @@ int tcp_hello_decode(const uint8_t in[TCP_HELLO_LEN], struct tcp_hello *h);
 #define TCP_SETUP_LEN 16
 
 /* ---- socket helpers (tcp_wire.c) --------------------------------------- */
-int tcp_remaining(uint64_t deadline);       /* ms left, >= 0 */
 int tcp_set_sock_opts(int fd);               /* O_NONBLOCK, TCP_NODELAY */
 /* Send / receive exactly len bytes on a non-blocking fd before deadline. */
 int tcp_send_all(int fd, const void *buf, size_t len, uint64_t deadline);

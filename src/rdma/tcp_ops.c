@@ -228,7 +228,7 @@ static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 
 			if (!deadline)
 				deadline = rt_now_ms() + (uint64_t)t->io_timeout_ms;
-			rc = poll(&p, 1, tcp_remaining(deadline));
+			rc = poll(&p, 1, rt_remaining_ms(deadline));
 			if (rc == 0) {
 				rt_conn_set_err(c, "tcp: send stalled for %d ms", t->io_timeout_ms);
 				tcp_conn_break(c, RDMAPS_E_TIMEOUT);
@@ -363,9 +363,9 @@ int tcp_poll(struct rt_conn *c, struct rt_completion *comps, int max, int timeou
 			return n;
 		if (t->broken)
 			return t->broken;
-		if (!tcp_remaining(deadline))
+		if (!rt_remaining_ms(deadline))
 			return 0;
-		wait_rx(c, tcp_remaining(deadline));
+		wait_rx(c, rt_remaining_ms(deadline));
 	}
 }
 
@@ -385,9 +385,9 @@ int tcp_flush(struct rt_conn *c, int timeout_ms)
 			goto out;
 	}
 	while (!t->broken && t->acked != t->head) {
-		if (!tcp_remaining(deadline))
+		if (!rt_remaining_ms(deadline))
 			return RDMAPS_E_TIMEOUT;
-		wait_rx(c, tcp_remaining(deadline));
+		wait_rx(c, rt_remaining_ms(deadline));
 	}
 out:
 	reap_silent(t);

@@ -316,6 +316,20 @@ static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 	}
 }
 
+/* Close and free every removed serve socket (tcp_serve_remove pushed them). */
+static void free_graveyard(struct tcp_ctx *tc)
+{
+	struct tcp_srv *d = __atomic_exchange_n(&tc->graveyard, NULL, __ATOMIC_ACQUIRE);
+
+	while (d) {
+		struct tcp_srv *next = d->next_dead;
+
+		close(d->fd);
+		free(d);
+		d = next;
+	}
+}
+
 static void *serve_main(void *arg)
 {
 	struct rt_ctx *ctx = arg;
@@ -323,19 +337,12 @@ static void *serve_main(void *arg)
 	struct epoll_event ev[64];
 
 	for (;;) {
-		struct tcp_srv *d = __atomic_exchange_n(&tc->graveyard, NULL, __ATOMIC_ACQUIRE);
 		int n;
 
 		/* no event of this epoll set can name these any more: they were
 		 * removed from it before they were pushed here, and the batch
 		 * that may have held them is over */
-		while (d) {
-			struct tcp_srv *next = d->next_dead;
-
-			close(d->fd);
-			free(d);
-			d = next;
-		}
+		free_graveyard(tc);
 		if (__atomic_load_n(&tc->stop, __ATOMIC_ACQUIRE))
 			break;
 		/* bounded: tc->stop is re-checked even if the eventfd wake-up was
@@ -478,11 +485,5 @@ void tcp_serve_stop(struct rt_ctx *ctx)
 		pthread_join(tc->thr, NULL);
 		__atomic_store_n(&tc->started, 0, __ATOMIC_RELEASE);
 	}
-	while (tc->graveyard) {
-		struct tcp_srv *d = tc->graveyard;
-
-		tc->graveyard = d->next_dead;
-		close(d->fd);
-		free(d);
-	}
+	free_graveyard(tc);
 }

@@ -381,7 +381,7 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 				i++;
 			}
 		}
-		wait = tcp_remaining(deadline);
+		wait = rt_remaining_ms(deadline);
 		if (!wait && timeout_ms)
 			return RDMAPS_E_TIMEOUT;
 		pfd[0].fd = tl->fd;
@@ -515,7 +515,7 @@ static int connect_one(const struct addrinfo *ai, uint64_t deadline, int *out)
 		p.fd = fd;
 		p.events = POLLOUT;
 		do
-			rc = poll(&p, 1, tcp_remaining(deadline));
+			rc = poll(&p, 1, rt_remaining_ms(deadline));
 		while (rc < 0 && errno == EINTR);
 		if (rc == 0) {
 			rc = RDMAPS_E_TIMEOUT;

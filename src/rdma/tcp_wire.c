@@ -73,15 +73,6 @@ int tcp_hello_decode(const uint8_t in[TCP_HELLO_LEN], struct tcp_hello *h)
 	return RDMAPS_OK;
 }
 
-int tcp_remaining(uint64_t deadline)
-{
-	uint64_t now = rt_now_ms();
-
-	if (now >= deadline)
-		return 0;
-	return deadline - now > 0x7fffffff ? 0x7fffffff : (int)(deadline - now);
-}
-
 int tcp_set_sock_opts(int fd)
 {
 	int one = 1, fl = fcntl(fd, F_GETFL);
@@ -120,7 +111,7 @@ static int wait_fd(int fd, short ev, uint64_t deadline)
 	int rc;
 
 	for (;;) {
-		rc = poll(&p, 1, tcp_remaining(deadline));
+		rc = poll(&p, 1, rt_remaining_ms(deadline));
 		if (rc > 0)
 			return RDMAPS_OK;
 		if (rc == 0)

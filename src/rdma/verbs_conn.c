@@ -197,13 +197,6 @@ int verbs_check_cm_events(struct rt_conn *c)
 	return vc->broken;
 }
 
-static int remaining_ms(uint64_t deadline)
-{
-	uint64_t now = rt_now_ms();
-
-	return now >= deadline ? 0 : (int)(deadline - now);
-}
-
 /* ---- per-connection resources ------------------------------------------- */
 
 static void conn_teardown(struct rt_conn *conn)
@@ -504,7 +497,7 @@ int verbs_accept(struct rt_listener *lst, int timeout_ms, struct rt_request *req
 		struct rdma_cm_id *id;
 		uint8_t tok[RT_TOKEN_MAX];
 		struct rt_hello h;
-		int rc, left = remaining_ms(deadline);
+		int rc, left = rt_remaining_ms(deadline);
 
 		rc = verbs_cm_wait(vl->ch, RDMA_CM_EVENT_CONNECT_REQUEST, left, &ev);
 		if (rc == RDMAPS_E_TIMEOUT || rc == RDMAPS_E_IO)
@@ -607,7 +600,7 @@ int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 		goto err;
 	}
 	accepted = 1;
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, remaining_ms(deadline), &ev);
+	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, rt_remaining_ms(deadline), &ev);
 	if (rc)
 		goto err;
 	rdma_ack_cm_event(ev);
@@ -667,23 +660,23 @@ int verbs_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 	rc = resolve(host, port, 0, &ai);
 	if (rc)
 		goto err;
-	if (rdma_resolve_addr(vc->id, NULL, ai->ai_addr, remaining_ms(deadline))) {
+	if (rdma_resolve_addr(vc->id, NULL, ai->ai_addr, rt_remaining_ms(deadline))) {
 		RDMAPS_ERR("verbs: rdma_resolve_addr(%s:%u) failed: %s", host, port,
 			   strerror(errno));
 		rc = RDMAPS_E_UNREACHABLE;
 		goto err_ai;
 	}
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ADDR_RESOLVED, remaining_ms(deadline), &ev);
+	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ADDR_RESOLVED, rt_remaining_ms(deadline), &ev);
 	if (rc)
 		goto err_ai;
 	rdma_ack_cm_event(ev);
-	if (rdma_resolve_route(vc->id, remaining_ms(deadline))) {
+	if (rdma_resolve_route(vc->id, rt_remaining_ms(deadline))) {
 		RDMAPS_ERR("verbs: rdma_resolve_route(%s:%u) failed: %s", host, port,
 			   strerror(errno));
 		rc = RDMAPS_E_UNREACHABLE;
 		goto err_ai;
 	}
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, remaining_ms(deadline), &ev);
+	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, rt_remaining_ms(deadline), &ev);
 	if (rc)
 		goto err_ai;
 	rdma_ack_cm_event(ev);
@@ -703,7 +696,7 @@ int verbs_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		rc = RDMAPS_E_UNREACHABLE;
 		goto err_ai;
 	}
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, remaining_ms(deadline), &ev);
+	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, rt_remaining_ms(deadline), &ev);
 	if (rc)
 		goto err_ai;
 	rdma_ack_cm_event(ev);

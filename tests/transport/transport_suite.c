@@ -681,12 +681,10 @@ static int t_churn(struct rt_ctx *ctx, uint16_t port, struct client *other)
 			if (!rc)
 				rc = rt_write(c.conn, L_BUF, LEN, G_BIG, BIG_ALLOC - LEN, LEN, 2,
 					      RT_F_SIGNALED);
-			for (int k = 0; !rc && k < 2; k++) {
-				struct rt_completion cmp;
-				int n = rt_poll(c.conn, &cmp, 1, 2000);
-
-				rc = n < 0 ? n : n == 0 ? RDMAPS_E_TIMEOUT : cmp.status;
-			}
+			if (!rc)
+				rc = wait1(c.conn, 1);
+			if (!rc)
+				rc = wait1(c.conn, 2);
 			if (rc)
 				err = rc;
 			else
