@@ -22,7 +22,14 @@ ibv_devinfo | grep -E 'hca_id|transport|state|link_layer' || true
 # perftest runs unpinned: pinned (client CPU 0, server last CPU) on the 2-vCPU
 # TCG guest, ib_write_lat 8 B went from ~14 us to ~3800 us p50 (both sides spin,
 # rxe's kernel work starves).
-pin_c=""; pin_s=""
+# RDMAPS_BENCH_PIN=1 (bench): pin both tools alike instead, perftest's client
+# to CPU 0 and its server to the last CPU, rt_bench by its own default (the
+# same two CPUs); meant for >= 3 vCPUs, where one CPU stays free for rxe.
+pin_c=""; pin_s=""; rtpin="--no-pin"
+if [ "${RDMAPS_BENCH_PIN:-0}" = 1 ]; then
+	last=$(($(grep -c '^processor' /proc/cpuinfo) - 1))
+	pin_c="taskset -c 0"; pin_s="taskset -c $last"; rtpin=""
+fi
 pt() {
 	bin=$1; shift
 	# A client rejected because its server did not listen yet (under load, 1 s
@@ -51,13 +58,13 @@ p50() { awk -v s="$1" '$1==s && NF>=5 && $2 ~ /^[0-9]+$/ {print $5}' "$out/cli.l
 median() { awk '{v[n++]=$1} END {for(i=1;i<n;i++){x=v[i];for(j=i-1;j>=0&&v[j]>x;j--)v[j+1]=v[j];v[j+1]=x}
 	if(n==0)print "";else if(n%2)print v[(n-1)/2];else printf "%.3f\n",(v[n/2-1]+v[n/2])/2}'; }
 
-# One group of specs (op:bytes[:iters]), RDMAPS_BENCH_ROUNDS rounds, each spec
+# One group of specs (op:bytes[:iters]), $3 rounds, each spec
 # as A (perftest) then B (rt_bench, same op, size, iterations, device, no
 # pinning for either) before the next spec: A B A B ...  Per round the ratio
 # of the two p50s; at the end one line per spec from the medians over rounds.
 bench_group() {
-	group=$1; specs=$2
-	for r in $(seq 1 "$rounds"); do
+	group=$1; specs=$2; nr=$3
+	for r in $(seq 1 "$nr"); do
 		for spec in $specs; do
 			op=${spec%%:*}; rest=${spec#*:}; sz=${rest%%:*}; it=$iters
 			[ "$rest" != "$sz" ] && it=${rest#*:}
@@ -80,9 +87,9 @@ bench_group() {
 			echo "$r $op $sz $v" >>"$ptrounds"
 			echo "$op $sz $v" >"$out/pt_round.txt"
 			[ -n "$rtb" ] || continue
-			echo "== [$group round $r] B: rt_bench --op $rop --sizes $sz --iters $it --warmup 0 --no-pin"
+			echo "== [$group round $r] B: rt_bench --op $rop --sizes $sz --iters $it --warmup 0 ${rtpin:-(pinned: client CPU 0, server the last)}"
 			if timeout "$btmo" "$rtb" --transport rdma --addr "$addr" --op "$rop" --sizes "$sz" \
-				--iters "$it" --warmup 0 --no-pin --perftest "$out/pt_round.txt" >"$out/rtb.log" 2>&1; then
+				--iters "$it" --warmup 0 $rtpin --perftest "$out/pt_round.txt" >"$out/rtb.log" 2>&1; then
 				grep -v '^vs-perftest' "$out/rtb.log" | grep -E '^(READ|WRITE_PP|FETCH_ADD) |^# timer' || true
 				line=$(grep '^vs-perftest ' "$out/rtb.log" | tail -1)
 				echo "round=$r ${line#vs-perftest }" | sed 's/^/vs-perftest-round /'
@@ -95,7 +102,9 @@ bench_group() {
 	done
 	echo "== vs-perftest summary [$group]: medians over rounds; p50_ratio = median(ours) / median(perftest),"
 	echo "== both ROUND TRIPS (ib_read_lat, ib_atomic_lat: round trip per op; ib_write_lat: 2 x its"
-	echo "== one-way figure vs our WRITE_PP ping-pong round trip); spread = min..max of per-round ratios"
+	echo "== one-way figure vs our WRITE_PP ping-pong round trip); spread = min..max of per-round ratios,"
+	echo "== round_ratio_median = their median (each round pairs the two tools a few seconds apart; in a"
+	echo "== TCG guest a whole run lands in a fast or a slow mode at random: docs/transport.md)"
 	for spec in $specs; do
 		op=${spec%%:*}; rest=${spec#*:}; sz=${rest%%:*}
 		ptm=$(awk -v o="$op" -v s="$sz" '$2==o && $3==s {print $4}' "$ptrounds" | median)
@@ -110,32 +119,43 @@ bench_group() {
 		ptr=$(printf '%s\n' "$sel" | sed -n 's/.*perftest_rtt_p50_us=\([0-9.]*\).*/\1/p' | median)
 		rmin=$(printf '%s\n' "$sel" | sed -n 's/.*p50_ratio=\([0-9.]*\).*/\1/p' | sort -n | head -1)
 		rmax=$(printf '%s\n' "$sel" | sed -n 's/.*p50_ratio=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
-		awk -v o="$op" -v s="$sz" -v a="$ours" -v b="$ptr" -v n="$n" -v lo="$rmin" -v hi="$rmax" 'BEGIN {
-			printf "vs-perftest %s %s p50_ratio=%.3f rounds=%d round_ratios=%s..%s ours_rtt_p50_us=%s perftest_rtt_p50_us=%s\n", o, s, a/b, n, lo, hi, a, b }'
+		rmed=$(printf '%s\n' "$sel" | sed -n 's/.*p50_ratio=\([0-9.]*\).*/\1/p' | median)
+		awk -v o="$op" -v s="$sz" -v a="$ours" -v b="$ptr" -v n="$n" -v lo="$rmin" -v hi="$rmax" \
+			-v m="$rmed" 'BEGIN {
+			printf "vs-perftest %s %s p50_ratio=%.3f rounds=%d round_ratios=%s..%s round_ratio_median=%s ours_rtt_p50_us=%s perftest_rtt_p50_us=%s\n", o, s, a/b, n, lo, hi, m, a, b }'
 	done
 }
 
 if [ "$mode" = bench ]; then
 	iters=${RDMAPS_BENCH_ITERS:-1000}
-	rounds=${RDMAPS_BENCH_ROUNDS:-3}
+	# a whole run lands in a fast or a slow mode at random in the TCG guest
+	# (docs/transport.md, run H): 11 rounds of the small sizes (seconds each),
+	# 7 of the large ones
+	rounds_small=${RDMAPS_BENCH_ROUNDS_SMALL:-11}
+	rounds=${RDMAPS_BENCH_ROUNDS:-7}
 	btmo=${RDMAPS_BENCH_TIMEOUT:-150}
 	f="$out/perftest_p50.txt"; ptrounds="$out/perftest_rounds.txt"
 	rowsf="$out/rounds.txt"; sumf="$out/stalls.txt"
 	: >"$f"; : >"$ptrounds"; : >"$rowsf"; : >"$sumf"
 	rc=0
+	if [ "${RDMAPS_BENCH_ASLR:-1}" = 0 ]; then
+		echo 0 >/proc/sys/kernel/randomize_va_space && echo "ASLR off (RDMAPS_BENCH_ASLR=0)"
+	fi
 	echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?')"
 	rtb=$(find "$build" -name rt_bench -type f 2>/dev/null | head -1)
 	[ -n "$rtb" ] || echo "rt_bench: not built in $build (bench/transport absent); perftest numbers only"
 	# small sizes first (a stall in the large group cannot lose them); every
 	# run has a timeout (perftest 120/150 s, rt_bench RDMAPS_BENCH_TIMEOUT)
-	bench_group small "${RDMAPS_BENCH_SPECS:-read:8 read:4096 write:8 write:4096 atomic:8}"
+	bench_group small "${RDMAPS_BENCH_SPECS:-read:8 read:4096 write:8 write:4096 atomic:8}" "$rounds_small"
 	# read:318048 / write:318112: the mlp step's pull and push bytes (vm_steps below)
-	bench_group large "${RDMAPS_BENCH_SPECS_LARGE-read:65536:200 write:65536:200 read:318048:100 write:318112:100 read:1048576:50 write:1048576:50}"
+	bench_group large "${RDMAPS_BENCH_SPECS_LARGE-read:65536:200 write:65536:200 read:318048:100 write:318112:100 read:1048576:50 write:1048576:50}" "$rounds"
 	echo "== perftest p50 (us), median over rounds -> $f (each round: $ptrounds)"
 	sed "s/^/PERFTEST-P50 /" "$f"
 	# step anatomy, rdma vs tcp in this VM (bench/step/vm_steps.sh, docs/benchmarks.md)
 	vms="$build/bench/step/vm_steps.sh"
-	if [ -f "$vms" ] && [ -d "$build/tests/train/mnist-small" ]; then
+	if [ "${RDMAPS_BENCH_STEPS:-1}" = 0 ]; then
+		echo "== step set skipped (RDMAPS_BENCH_STEPS=0)"
+	elif [ -f "$vms" ] && [ -d "$build/tests/train/mnist-small" ]; then
 		echo "== $vms"
 		RDMAPS_VM_PERFTEST_P50="$f" sh "$vms" "$build/src/cli/rdmaps" "$build/tests/train/mnist-small" "$addr" "$out/steps" ||
 			{ echo "vm_steps FAILED"; rc=1; }
