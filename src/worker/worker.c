@@ -303,7 +303,7 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 	sh->mv = 0;
 	/* the ps may not be up (yet, or again): retry until the deadline */
 	double end = rdmaps_now() + secs;
-	useconds_t pause_us = 200000; /* doubles up to 1 s between attempts */
+	useconds_t pause_us = 10000; /* doubles up to 1 s between attempts */
 	int rc;
 	for (;;) {
 		rc = rt_connect(w->ctx, host, port, &hello, g, 6, 5000, &sh->c);
@@ -368,13 +368,19 @@ static int wait_ready(struct worker *w, int p, int secs, int init)
 			return rc;
 		w->s[p].fresh = 1;
 	}
+	/* Poll at 1 ms, doubling up to 100 ms: a worker joins within a few ms of
+	 * the chief's INIT.  (A fixed 100 ms let a fast chief take all of a
+	 * short async run alone; TF's 1 s recovery_wait_secs does the same to
+	 * mnist_replica: docs/protocol.md Q5.) */
 	double end = rdmaps_now() + secs;
+	useconds_t nap = 1000;
 	while (st != PARAMS_STATE_READY) {
 		if (rdmaps_now() > end) {
 			fprintf(stderr, "Worker %d: ps %d not initialized by the chief within %d s\n", w->me, p, secs);
 			return RDMAPS_E_STATE; /* the ps is there: reconnecting would not help */
 		}
-		usleep(100000);
+		usleep(nap);
+		nap = nap < 50000 ? nap * 2 : 100000;
 		if ((rc = read_state(w, p, &st)))
 			return rc;
 	}

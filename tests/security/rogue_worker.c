@@ -211,17 +211,6 @@ int main(int argc, char **argv)
 		}
 		printf("ROGUE: connected as worker %u\n", r[k].index);
 	}
-	/* Declare the rogue identities finished (async job: the ps ends when every
-	 * worker is done), so that the honest workers can complete the job. */
-	for (int k = 0; k < NCONN; k++) {
-		rc = rt_fetch_add(r[k].c, 1, 0, G_PS_COUNTERS,
-				  counters_done_idx(j.nworkers, (int)r[k].index) * 8, 1, 23, RT_F_SIGNALED);
-		if (rc || (rc = wait1(r[k].c, 20000))) {
-			fprintf(stderr, "rogue_worker: done fetch-add as worker %u: %s\n", r[k].index,
-				rdmaps_strerror(rc));
-			goto out_conn;
-		}
-	}
 	/* wait until the chief initialized the parameters: the magic check below
 	 * is then made against a live, serving region */
 	for (int t = 0;; t++) {
@@ -285,6 +274,22 @@ int main(int argc, char **argv)
 		printf("ROGUE: %d of %d attacks and checks FAILED\n", nattacks - ok, nattacks);
 	}
 	fflush(stdout);
+	/* Only now declare the rogue identities finished (async job: the ps ends
+	 * when every worker is done or gone), so the ps serves until the attacks
+	 * are over however fast the honest workers are.  A verbs connection that
+	 * an attack broke cannot carry the FETCH_ADD: closing it below tells the
+	 * ps that worker left, which ends its wait too. */
+	for (int k = 0; k < NCONN; k++) {
+		rc = rt_fetch_add(r[k].c, 1, 0, G_PS_COUNTERS,
+				  counters_done_idx(j.nworkers, (int)r[k].index) * 8, 1, 23, RT_F_SIGNALED);
+		if (rc || (rc = wait1(r[k].c, 20000))) {
+			if (!tcp)
+				continue;
+			fprintf(stderr, "rogue_worker: done fetch-add as worker %u: %s\n", r[k].index,
+				rdmaps_strerror(rc));
+			ret = 1;
+		}
+	}
 out_conn:
 	for (int k = 0; k < NCONN; k++) {
 		rt_conn_delete(&r[k].c);
