@@ -10,12 +10,14 @@ the spec'd configuration can be compared with rdmaps' C trainer:
     epoch boundary; an epoch-crossing batch = old tail + new head);
   - init: truncated normal (redraw beyond 2 stddev), stddev 1/28 and
     1/sqrt(hidden), zero biases;
-  - loss: -sum(y_ * log(clip(softmax(logits), 1e-10, 1))) over batch and classes;
+  - loss: -sum(y_ * log(clip(softmax(logits), 1e-10, 1))) over batch and classes
+    (--loss logsoftmax: -sum(y_ * log_softmax(logits)), no clip, for comparison);
   - TF1 Adam (beta1 0.9, beta2 0.999, epsilon 1e-8 outside the sqrt, bias
     correction folded into lr_t, beta powers in float32, ApplyAdam's
     m += (g - m)(1 - beta1) form), all in float32.
 usage: mlp_ref.py DATA_DIR [--seeds 1,2,3] [--epochs 5] [--lr 0.01]
                   [--batch 100] [--hidden 100] [--adam tf1|torch]
+                  [--loss clipped|logsoftmax]
 Prints one line per seed and a summary (mean/min/max).  Exit 2 on bad input."""
 import argparse
 import gzip
@@ -115,9 +117,12 @@ def run(seed, a, tr, va, te):
     b1p, b2p = np.float32(b1), np.float32(b2)
     topt = torch.optim.Adam(params, lr=a.lr, eps=1e-8) if a.adam == "torch" else None
 
-    def forward(x):
+    def logits(x):
         h = torch.relu(x @ params[0] + params[1])
-        return torch.softmax(h @ params[2] + params[3], dim=1)
+        return h @ params[2] + params[3]
+
+    def forward(x):
+        return torch.softmax(logits(x), dim=1)
 
     ds = DataSet(*tr)
     steps = a.epochs * (tr[0].shape[0] // a.batch)
@@ -125,9 +130,11 @@ def run(seed, a, tr, va, te):
         xb, yb = ds.next_batch(a.batch)
         x = torch.from_numpy(xb)
         y = torch.from_numpy(yb.astype(np.int64))
-        p = forward(x)
         onehot = torch.nn.functional.one_hot(y, 10).to(torch.float32)
-        loss = -(onehot * torch.log(torch.clamp(p, 1e-10, 1.0))).sum()
+        if a.loss == "logsoftmax":
+            loss = -(onehot * torch.log_softmax(logits(x), dim=1)).sum()
+        else:
+            loss = -(onehot * torch.log(torch.clamp(forward(x), 1e-10, 1.0))).sum()
         for q in params:
             q.grad = None
         loss.backward()
@@ -163,6 +170,7 @@ def main():
     ap.add_argument("--hidden", type=int, default=100)
     ap.add_argument("--adam", choices=["tf1", "torch"], default="tf1")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--loss", choices=["clipped", "logsoftmax"], default="clipped")
     a = ap.parse_args()
     try:
         seeds = [int(s) for s in a.seeds.split(",")]
@@ -187,7 +195,7 @@ def main():
         ce, acc = run(s, a, tr, va, te)
         accs.append(acc)
         print(f"seed {s}: validation cross entropy {ce:.1f}, test accuracy {acc:.2f}%", flush=True)
-    print(f"summary: adam={a.adam} lr={a.lr} epochs={a.epochs} batch={a.batch} seeds={len(accs)} "
+    print(f"summary: adam={a.adam} loss={a.loss} lr={a.lr} epochs={a.epochs} batch={a.batch} seeds={len(accs)} "
           f"test accuracy mean {np.mean(accs):.2f}% min {np.min(accs):.2f}% max {np.max(accs):.2f}%")
 
 
