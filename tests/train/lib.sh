@@ -93,14 +93,19 @@ ps_killed() {
 
 # check_ps_restored STEPS: after ps_killed STEPS, the restarted ps (log
 # ps0b.log) and the workers w0, w1 have ended: the ps restored a checkpoint
-# no older than $saved and no newer than $reached, both workers reconnected
-# and finished, and the job reached STEPS
+# no older than $saved and no newer than $reached + 1, both workers
+# reconnected and finished, and the job reached STEPS.  (+1: a worker prints
+# global step G once it pulled version G; the sync ps may have applied the
+# update of the gradients pushed at G, and saved G + 1, before the kill and
+# before any worker pulled it: seen once in the VM, reached 4, saved 5.)
 check_ps_restored() {
 	restored=$(sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0b.log")
 	[ -n "$restored" ] || fail "the restarted ps restored no checkpoint"
 	[ "$restored" -ge "$saved" ] || fail "restored global step $restored, but $saved was saved before the kill"
+	[ "$restored" -le $((reached + 1)) ] ||
+		fail "restored global step $restored is beyond the $reached reached (+ 1 applied, not yet pulled)"
 	lost=$((reached - restored))
-	[ "$lost" -ge 0 ] || fail "restored global step $restored is beyond the $reached reached"
+	[ "$lost" -ge 0 ] || lost=0
 	echo "  restored global step $restored; steps lost: $lost (all made after the last checkpoint)"
 	for i_ in 0 1; do
 		grep -q "Worker $i_: reconnected to ps 0" "$dir/w$i_.log" || fail "worker $i_ did not report reconnecting"
