@@ -52,7 +52,9 @@ run() {
 	local target=$1 n=$2 port hosts t pid_ps pid_w0 pid_w1
 	port=$(free_port)
 	hosts="--ps_hosts=127.0.0.1:$port --worker_hosts=127.0.0.1:1,127.0.0.1:2"
-	local common="$hosts --transport=tcp --sync_replicas --train_steps=3 --timeout=5 --log_every=1"
+	# --recovery_timeout=5: a worker whose ps gave up (its own --timeout=5)
+	# retries for 5 s, not 60, and then exits on its own with a message
+	local common="$hosts --transport=tcp --sync_replicas --train_steps=3 --timeout=5 --recovery_timeout=5 --log_every=1"
 	for t in ps w0 w1; do
 		local fn=0
 		[ "$t" = "$target" ] && fn=$n
