@@ -117,9 +117,11 @@ bench_group() {
 		fi
 		ours=$(printf '%s\n' "$sel" | sed -n 's/.*ours_p50_us=\([0-9.]*\).*/\1/p' | median)
 		ptr=$(printf '%s\n' "$sel" | sed -n 's/.*perftest_rtt_p50_us=\([0-9.]*\).*/\1/p' | median)
-		rmin=$(printf '%s\n' "$sel" | sed -n 's/.*p50_ratio=\([0-9.]*\).*/\1/p' | sort -n | head -1)
-		rmax=$(printf '%s\n' "$sel" | sed -n 's/.*p50_ratio=\([0-9.]*\).*/\1/p' | sort -n | tail -1)
-		rmed=$(printf '%s\n' "$sel" | sed -n 's/.*p50_ratio=\([0-9.]*\).*/\1/p' | median)
+		# the per-round ratios, sorted: their min, max and median
+		rr=$(printf '%s\n' "$sel" | sed -n 's/.*p50_ratio=\([0-9.]*\).*/\1/p' | sort -n)
+		rmin=$(printf '%s\n' "$rr" | head -1)
+		rmax=$(printf '%s\n' "$rr" | tail -1)
+		rmed=$(printf '%s\n' "$rr" | median)
 		awk -v o="$op" -v s="$sz" -v a="$ours" -v b="$ptr" -v n="$n" -v lo="$rmin" -v hi="$rmax" \
 			-v m="$rmed" 'BEGIN {
 			printf "vs-perftest %s %s p50_ratio=%.3f rounds=%d round_ratios=%s..%s round_ratio_median=%s ours_rtt_p50_us=%s perftest_rtt_p50_us=%s\n", o, s, a/b, n, lo, hi, m, a, b }'
