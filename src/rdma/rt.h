@@ -183,7 +183,16 @@ int rt_reject_status(struct rt_request **req, int status);
 
 /* Connect to host:port, announcing hello and granting the server grants.
  * Errors: RDMAPS_E_UNREACHABLE, RDMAPS_E_REFUSED, RDMAPS_E_AUTH,
- * RDMAPS_E_IN_USE (rt_reject_status), RDMAPS_E_TIMEOUT, RDMAPS_E_NODEV. */
+ * RDMAPS_E_IN_USE (rt_reject_status), RDMAPS_E_TIMEOUT, RDMAPS_E_NODEV.
+ * A failure that a later attempt may cure (rt_connect_retriable: the peer
+ * is not up yet, or not any more) is logged at debug level only: the caller
+ * decides whether to retry, and reports it (a retry loop would otherwise
+ * print one line per attempt).  Every other failure is logged here. */
+static inline int rt_connect_retriable(int rc)
+{
+	return rc == RDMAPS_E_REFUSED || rc == RDMAPS_E_UNREACHABLE || rc == RDMAPS_E_TIMEOUT ||
+	       rc == RDMAPS_E_PEER_GONE;
+}
 int rt_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 	       const struct rt_hello *hello, const struct rt_grant *grants,
 	       int ngrants, int timeout_ms, struct rt_conn **conn);

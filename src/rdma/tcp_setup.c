@@ -597,6 +597,10 @@ static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 err:
 	if (rc == RDMAPS_E_AUTH)
 		RDMAPS_ERR("tcp: %s:%u refused our auth token", host, port);
+	else if (rt_connect_retriable(rc))
+		/* a peer that is not up (yet): the caller decides whether to
+		 * retry and how often to say so (one line per attempt is noise) */
+		RDMAPS_DBG("tcp: connect to %s:%u failed: %s", host, port, rdmaps_strerror(rc));
 	else
 		RDMAPS_ERR("tcp: connect to %s:%u failed: %s", host, port, rdmaps_strerror(rc));
 	rt_conn_set_err(conn, "tcp: connect to %s:%u failed: %s", host, port,

@@ -132,7 +132,7 @@ static int event_status(const struct rdma_cm_event *ev)
 }
 
 int verbs_cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
-		  int timeout_ms, struct rdma_cm_event **ev)
+		  int timeout_ms, int quiet, struct rdma_cm_event **ev)
 {
 	uint64_t deadline = rt_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	struct rdma_cm_event *e;
@@ -162,7 +162,11 @@ int verbs_cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		return RDMAPS_OK;
 	}
 	rc = event_status(e);
-	if (rc == RDMAPS_E_REFUSED || rc == RDMAPS_E_AUTH)
+	if (quiet && rt_connect_retriable(rc)) /* rt_connect: the caller reports */
+		RDMAPS_DBG("verbs: waiting for %s, got %s (status %d): %s",
+			   rdma_event_str(want), rdma_event_str(e->event), e->status,
+			   rdmaps_strerror(rc));
+	else if (rc == RDMAPS_E_AUTH)
 		RDMAPS_INFO("verbs: waiting for %s, got %s (status %d): %s",
 			    rdma_event_str(want), rdma_event_str(e->event), e->status,
 			    rdmaps_strerror(rc));
@@ -499,7 +503,7 @@ int verbs_accept(struct rt_listener *lst, int timeout_ms, struct rt_request *req
 		struct rt_hello h;
 		int rc, left = rt_remaining_ms(deadline);
 
-		rc = verbs_cm_wait(vl->ch, RDMA_CM_EVENT_CONNECT_REQUEST, left, &ev);
+		rc = verbs_cm_wait(vl->ch, RDMA_CM_EVENT_CONNECT_REQUEST, left, 0, &ev);
 		if (rc == RDMAPS_E_TIMEOUT || rc == RDMAPS_E_IO)
 			return rc;
 		if (rc) {
@@ -600,7 +604,7 @@ int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 		goto err;
 	}
 	accepted = 1;
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, rt_remaining_ms(deadline), &ev);
+	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, rt_remaining_ms(deadline), 0, &ev);
 	if (rc)
 		goto err;
 	rdma_ack_cm_event(ev);
@@ -666,7 +670,7 @@ int verbs_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		rc = RDMAPS_E_UNREACHABLE;
 		goto err_ai;
 	}
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ADDR_RESOLVED, rt_remaining_ms(deadline), &ev);
+	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ADDR_RESOLVED, rt_remaining_ms(deadline), 1, &ev);
 	if (rc)
 		goto err_ai;
 	rdma_ack_cm_event(ev);
@@ -676,7 +680,7 @@ int verbs_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		rc = RDMAPS_E_UNREACHABLE;
 		goto err_ai;
 	}
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, rt_remaining_ms(deadline), &ev);
+	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, rt_remaining_ms(deadline), 1, &ev);
 	if (rc)
 		goto err_ai;
 	rdma_ack_cm_event(ev);
@@ -696,7 +700,7 @@ int verbs_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		rc = RDMAPS_E_UNREACHABLE;
 		goto err_ai;
 	}
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, rt_remaining_ms(deadline), &ev);
+	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, rt_remaining_ms(deadline), 1, &ev);
 	if (rc)
 		goto err_ai;
 	rdma_ack_cm_event(ev);

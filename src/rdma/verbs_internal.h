@@ -121,8 +121,11 @@ int verbs_cq_wait(struct verbs_conn *vc, int ms);
 int verbs_wc_status(enum ibv_wc_status st);
 
 /* verbs_conn.c */
+/* Wait for event `want`; any other event ends the wait with its status.
+ * quiet: an rt_connect_retriable status is logged at debug level (the
+ * connecting side, whose caller reports it); otherwise it is an error. */
 int verbs_cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
-		  int timeout_ms, struct rdma_cm_event **ev);
+		  int timeout_ms, int quiet, struct rdma_cm_event **ev);
 int verbs_check_cm_events(struct rt_conn *c);   /* non-blocking */
 void verbs_hello_encode(uint8_t out[VERBS_HELLO_LEN], const struct rt_hello *h,
 			const char *token, size_t token_len);

@@ -301,21 +301,33 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 	};
 	mbox_pack(sh->mbox, 0); /* a whole message: version 0, token 0 */
 	sh->mv = 0;
-	/* the ps may not be up (yet, or again): retry until the deadline */
-	double end = rdmaps_now() + secs;
+	/* the ps may not be up (yet, or again): retry until the deadline,
+	 * saying so once and then every 10 s (as TF's "CreateSession still
+	 * waiting"), not once per attempt */
+	double start = rdmaps_now(), end = start + secs, said = 0;
 	useconds_t pause_us = 10000; /* doubles up to 1 s between attempts */
 	int rc;
 	for (;;) {
 		rc = rt_connect(w->ctx, host, port, &hello, g, 6, 5000, &sh->c);
 		if (!rc)
 			break;
-		if ((rc != RDMAPS_E_REFUSED && rc != RDMAPS_E_TIMEOUT && rc != RDMAPS_E_UNREACHABLE &&
-		     rc != RDMAPS_E_PEER_GONE && !(rc == RDMAPS_E_IN_USE && retry_in_use)) ||
-		    rdmaps_now() > end) {
-			fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s%s\n", w->me, p, j->ps_hosts[p],
-				rdmaps_strerror(rc),
-				rc == RDMAPS_E_IN_USE ? " (another live worker runs with this --task_index)" : "");
+		double now = rdmaps_now();
+		if ((!rt_connect_retriable(rc) && !(rc == RDMAPS_E_IN_USE && retry_in_use)) || now > end) {
+			if (!retry_in_use) /* else recover() says it */
+				fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s%s\n", w->me, p,
+					j->ps_hosts[p], rdmaps_strerror(rc),
+					rc == RDMAPS_E_IN_USE ? " (another live worker runs with this --task_index)"
+					: now > end ? " (gave up after --timeout)" : "");
 			return rc;
+		}
+		if (!said && !retry_in_use) {
+			fprintf(stderr, "Worker %d: ps %d at %s: %s; retrying for up to %d s (--timeout)\n", w->me, p,
+				j->ps_hosts[p], rdmaps_strerror(rc), secs);
+			said = now;
+		} else if (now - (said ? said : start) >= 10) {
+			fprintf(stderr, "Worker %d: still waiting for ps %d at %s (%s, %.0f s of %d)\n", w->me, p,
+				j->ps_hosts[p], rdmaps_strerror(rc), now - start, secs);
+			said = now;
 		}
 		usleep(pause_us);
 		pause_us = pause_us < 500000 ? pause_us * 2 : 1000000;

@@ -106,6 +106,17 @@ cli)
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
 	[ $? -eq 2 ] || fail "TF_CONFIG without workers must exit 2"
 	echo "  16 flag errors and a bad TF_CONFIG each exited 2 with a message"
+	# no ps listening: the worker retries until --timeout, says so once (not
+	# once per attempt: about 6 attempts in 3 s), then gives up with exit 1
+	timeout 60 "$bin" --job_name=worker --task_index=1 --ps_hosts=127.0.0.1:1 \
+		--worker_hosts=127.0.0.1:2,127.0.0.1:3 --transport=tcp --data_dir="$data" --timeout=3 >"$out" 2>&1
+	rc=$?
+	[ $rc -eq 1 ] || { cat "$out"; fail "a worker without a ps exited $rc, expected 1"; }
+	grep -q "Worker 1: cannot connect to ps 0 at 127.0.0.1:1: connection refused (gave up after --timeout)" "$out" \
+		|| { cat "$out"; fail "a worker without a ps did not say why it gave up"; }
+	n=$(grep -c "ps 0 at 127.0.0.1:1\|127.0.0.1:1 failed" "$out")
+	[ "$n" -le 2 ] || { cat "$out"; fail "a worker without a ps printed $n lines about it in 3 s (one per attempt?)"; }
+	echo "  a worker without a ps: $n lines in 3 s, then exit 1"
 	;;
 *) echo "usage: e2e.sh BIN TRANSPORT DATA_DIR sync|async|backup|cli"; exit 2 ;;
 esac
