@@ -118,6 +118,22 @@ static pid_t spawn(struct task *t, char **argv)
 	return pid;
 }
 
+/* The --metrics flag for worker k of W: FILE itself when W = 1, else FILE
+ * with ".worker<k>" before its extension (m.jsonl -> m.worker1.jsonl; no
+ * extension: appended). */
+static void metrics_path(char *out, size_t len, const char *file, int k, int W)
+{
+	const char *base = strrchr(file, '/'), *dot;
+	base = base ? base + 1 : file;
+	dot = strrchr(base, '.');
+	if (W == 1)
+		snprintf(out, len, "--metrics=%s", file);
+	else if (!dot || dot == base)
+		snprintf(out, len, "--metrics=%s.worker%d", file, k);
+	else
+		snprintf(out, len, "--metrics=%.*s.worker%d%s", (int)(dot - file), file, k, dot);
+}
+
 int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 {
 	int P = j->nps > 0 ? j->nps : 1, W = j->nworkers > 0 ? j->nworkers : 2;
@@ -145,6 +161,12 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 	}
 	printf("rdmaps launch: %d ps (%s), %d workers (%s), %s\n", P, ps_hosts, W, wk_hosts,
 	       j->sync ? "sync" : "async");
+	if (j->metrics[0] && W > 1) {
+		char m0[sizeof(j->metrics) + 32], m1[sizeof(j->metrics) + 32];
+		metrics_path(m0, sizeof(m0), j->metrics, 0, W);
+		metrics_path(m1, sizeof(m1), j->metrics, W - 1, W);
+		printf("rdmaps launch: --metrics: one file per worker, %s .. %s\n", m0 + 10, m1 + 10);
+	}
 	fflush(stdout);
 	prog_on = isatty(STDOUT_FILENO);
 	if (prog_on) {
@@ -153,7 +175,7 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 	}
 
 	/* child argv: the launch flags minus --ps/--workers, plus the cluster */
-	char psf[4200], wkf[4200], idx[MAX_TASKS][32];
+	char psf[4200], wkf[4200], idx[MAX_TASKS][32], mf[MAX_TASKS][sizeof(j->metrics) + 32];
 	snprintf(psf, sizeof(psf), "--ps_hosts=%s", ps_hosts);
 	snprintf(wkf, sizeof(wkf), "--worker_hosts=%s", wk_hosts);
 	memset(tasks, 0, sizeof(tasks));
@@ -170,6 +192,16 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 		for (int a = 0; a < argc && c < 250; a++) {
 			if (!strncmp(argv[a], "--ps=", 5) || !strncmp(argv[a], "--workers=", 10))
 				continue;
+			/* --metrics: one file per worker (they would truncate and
+			 * interleave one shared file), named by metrics_path() */
+			if (!strcmp(argv[a], "--metrics") || !strncmp(argv[a], "--metrics=", 10)) {
+				a += !strcmp(argv[a], "--metrics");
+				if (is_ps || !j->metrics[0])
+					continue;
+				metrics_path(mf[k], sizeof(mf[k]), j->metrics, ti, W);
+				cargv[c++] = mf[k];
+				continue;
+			}
 			cargv[c++] = argv[a];
 		}
 		cargv[c] = NULL;

@@ -48,6 +48,20 @@ async)
 		|| fail "launch exited non-zero"
 	check_ce 5000 2
 	grep -q "global step 20[0-9], " "$out" || fail "ps summary: expected ~200 global steps"
+	# Both workers train, each on its own: a 200-step job (~0.2 s) can be
+	# over before the second worker has loaded its data (docs/protocol.md
+	# Q5), so this runs 2000 steps and counts each worker's steps in its
+	# --metrics file (launch writes one per worker).  Equal workers share
+	# them about evenly (902-1099 of 2001 in 7 runs here); a worker held
+	# back by the other (a lock, a ps serving one connection) would not.
+	m=${TMPDIR:-/tmp}/rdmaps-e2e-$$-metrics.jsonl
+	m0=${TMPDIR:-/tmp}/rdmaps-e2e-$$-metrics.worker0.jsonl; m1=${TMPDIR:-/tmp}/rdmaps-e2e-$$-metrics.worker1.jsonl
+	timeout 600 "$bin" launch --ps=1 --workers=2 --transport="$tr" --data_dir="$data" --train_steps=2000 \
+		--log_every=1000 --timeout=60 --metrics="$m" >"$out" 2>&1 || { rm -f "$m0" "$m1"; fail "launch (2000 steps) exited non-zero"; }
+	n0=$(wc -l <"$m0" 2>/dev/null || echo 0); n1=$(wc -l <"$m1" 2>/dev/null || echo 0)
+	rm -f "$m0" "$m1" "$m"
+	echo "  2000 async steps: worker 0 took $n0, worker 1 took $n1"
+	[ "$n0" -ge 400 ] && [ "$n1" -ge 400 ] || fail "one worker took under 20% of 2000 async steps ($n0 / $n1)"
 	;;
 backup)
 	timeout 600 "$bin" launch --ps=2 --workers=3 --sync_replicas --replicas_to_aggregate=2 \
