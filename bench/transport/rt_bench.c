@@ -216,7 +216,7 @@ static void compute(double *v, long n, struct stats *s)
 
 static long iters_for(const struct opts *o, size_t bytes)
 {
-	long cap = (long)((256u << 20) / bytes); /* at most ~256 MiB per row */
+	long cap = (long)((1u << 30) / bytes); /* at most ~1 GiB per row */
 
 	if (cap < 200)
 		cap = 200;
@@ -1121,7 +1121,7 @@ int main(int argc, char **argv)
 	v[1] = malloc(sizeof(double) * (size_t)o.iters);
 	if (!v[0] || !v[1])
 		return 1;
-	printf("# rt_bench transport=%s addr=%s iters<=%ld (<=256 MiB per row, >=200) "
+	printf("# rt_bench transport=%s addr=%s iters<=%ld (<=1 GiB per row, >=200) "
 	       "warmup=%ld ops or %ld ms pin=%s spin_us=%d\n# all figures are ROUND TRIPS: READ, FETCH_ADD, "
 	       "signaled WRITE completions, WRITE_PP ping-pongs\n",
 	       o.raw_only ? "raw-tcp" : rt_kind_name(o.kind), o.addr, o.iters, o.warmup,
