@@ -29,6 +29,7 @@
 #define CKPT_KEEP 5          /* as TF's Saver max_to_keep */
 #define ACCEPT_EVERY 0.02    /* s between polls of the listener */
 #define PROBE_EVERY 0.5      /* s between liveness probes of idle connections */
+#define LINGER_S 2.0         /* at the end, wait this long in all for finished workers to hang up (linger) */
 #define LIVE_CHECK_S 3.0     /* a liveness WRITE unanswered this long (s) means dead (conn_alive, probe_conns) */
 #define LIVE_WRID 0x4c495645ull /* wr_id of that check's WRITE ("LIVE") */
 
@@ -525,6 +526,24 @@ static int give_up(struct shard *s, int done, int pushing)
 	return 1;
 }
 
+/* Training is over: let the finished workers hang up first, for up to
+ * LINGER_S in all.  The last worker's done FETCH_ADD may have executed (so
+ * serve() returned) before its answer was sent; closing now could cut that
+ * answer off, and the worker would report that it could not confirm the
+ * end of training (seen in 1 of 10 local runs before this wait).  A worker
+ * closes its connections as soon as the answer arrived. */
+static void linger(struct shard *s)
+{
+	struct rt_completion c[8];
+	double end = rdmaps_now() + LINGER_S;
+	for (int i = 0; i < s->W; i++)
+		while (s->conns[i] && done_of(s, i) && rdmaps_now() < end)
+			if (rt_poll(s->conns[i], c, 8, 20) < 0) {
+				rt_conn_delete(&s->conns[i]);
+				break;
+			}
+}
+
 /* Returns 0 (finished or stopped) or 1 (gave up after --timeout without progress). */
 static int serve(struct shard *s)
 {
@@ -714,6 +733,8 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	fflush(stdout);
 	double t0 = rdmaps_now();
 	int gave_up = serve(&s);
+	if (!gave_up && !ps_stop)
+		linger(&s);
 	if (j->logdir[0])
 		save_ckpt(&s);
 	for (int i = 0; i < s.W; i++)

@@ -780,6 +780,10 @@ lost:
 			fprintf(stderr, "Worker %d: could not confirm the end of training to ps %d: %s\n", w.me, p,
 				rdmaps_strerror(rc));
 	}
+	/* hang up at once: a ps that saw every worker done waits for that
+	 * (bounded) before it closes, so that no answer above is cut off */
+	for (p = 0; p < w.P; p++)
+		rt_conn_delete(&w.s[p].c);
 	double vloss = 0;
 	int correct = 0;
 	rdm_model_eval(w.L.model, w.params, val.x, val.y, val.n, &vloss, &correct);

@@ -18,8 +18,11 @@ if [ "$tr" = rdma ] && ! "$bin" launch --ps=1 --workers=1 --transport=rdma --tra
 	fi
 fi
 
-# every worker's final validation cross entropy must be <= $1
+# every worker's final validation cross entropy must be <= $1; and no
+# worker may report a lost end-of-training answer (before the ps waited for
+# its workers to hang up, 2 of 40 local sync runs printed "could not confirm")
 check_ce() {
+	! grep -q "could not confirm the end of training" "$out" || fail "a worker could not confirm the end of training"
 	n=$(grep -c "validation cross entropy = " "$out")
 	[ "$n" -eq "$2" ] || fail "expected $2 workers to report validation cross entropy, got $n"
 	grep "validation cross entropy = " "$out" | awk -v max="$1" '{ v = $NF; print "  " $0; if (v + 0 > max + 0 || v != v + 0) bad = 1 } END { exit bad }' \
