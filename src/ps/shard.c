@@ -536,12 +536,16 @@ static void linger(struct shard *s)
 {
 	struct rt_completion c[8];
 	double end = rdmaps_now() + LINGER_S;
-	for (int i = 0; i < s->W; i++)
+	for (int i = 0; i < s->W; i++) {
 		while (s->conns[i] && done_of(s, i) && rdmaps_now() < end)
 			if (rt_poll(s->conns[i], c, 8, 20) < 0) {
 				rt_conn_delete(&s->conns[i]);
 				break;
 			}
+		if (s->conns[i] && done_of(s, i))
+			printf("ps %d: worker %d finished but did not hang up within %.0f s; closing\n", s->j->task_index,
+			       i, LINGER_S);
+	}
 }
 
 /* Returns 0 (finished or stopped) or 1 (gave up after --timeout without progress). */

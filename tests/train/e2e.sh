@@ -23,6 +23,7 @@ fi
 # its workers to hang up, 2 of 40 local sync runs printed "could not confirm")
 check_ce() {
 	! grep -q "could not confirm the end of training" "$out" || fail "a worker could not confirm the end of training"
+	! grep -q "did not hang up" "$out" || fail "the ps waited for a finished worker to hang up"
 	n=$(grep -c "validation cross entropy = " "$out")
 	[ "$n" -eq "$2" ] || fail "expected $2 workers to report validation cross entropy, got $n"
 	grep "validation cross entropy = " "$out" | awk -v max="$1" '{ v = $NF; print "  " $0; if (v + 0 > max + 0 || v != v + 0) bad = 1 } END { exit bad }' \
