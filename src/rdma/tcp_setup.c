@@ -251,7 +251,8 @@ static int tcp_listen(struct rt_ctx *ctx, const char *host, uint16_t port,
 	setsockopt(tl->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(tl->fd, ai->ai_addr, ai->ai_addrlen) < 0) {
 		RDMAPS_ERR("tcp: bind(%s:%u) failed: %s", host ? host : "*", port, strerror(errno));
-		rc = errno == EADDRNOTAVAIL ? RDMAPS_E_UNREACHABLE : RDMAPS_E_IO;
+		rc = errno == EADDRNOTAVAIL ? RDMAPS_E_UNREACHABLE
+		     : errno == EADDRINUSE ? RDMAPS_E_ADDR_IN_USE : RDMAPS_E_IO;
 		goto err_sock;
 	}
 	if (listen(tl->fd, 128) < 0) {

@@ -441,7 +441,7 @@ int verbs_listen(struct rt_ctx *ctx, const char *host, uint16_t port,
 	if (rdma_bind_addr(vl->id, ai->ai_addr)) {
 		RDMAPS_ERR("verbs: rdma_bind_addr(%s:%u) failed: %s", host ? host : "*",
 			   port, strerror(errno));
-		rc = errno == EADDRINUSE ? RDMAPS_E_STATE : RDMAPS_E_NODEV;
+		rc = errno == EADDRINUSE ? RDMAPS_E_ADDR_IN_USE : RDMAPS_E_NODEV;
 		goto err_ai;
 	}
 	if (rdma_listen(vl->id, 64)) {

@@ -794,6 +794,17 @@ static int t_depth(struct client *c)
 	return 0;
 }
 
+/* listening on the target's port (another process holds it) fails with a
+ * status that says so, and leaves no listener behind */
+static int t_addr_in_use(struct rt_ctx *ctx, uint16_t port)
+{
+	struct rt_listener *lst = NULL;
+	int rc = rt_listen(ctx, g_addr, port, &lst);
+	CHECK(rc == RDMAPS_E_ADDR_IN_USE, "listen on a port in use: %s", rdmaps_strerror(rc));
+	CHECK(lst == NULL, "listener set");
+	return 0;
+}
+
 static int t_reject(struct rt_ctx *ctx, uint16_t port)
 {
 	struct rt_hello h = { .role = 99, .index = 1 };
@@ -929,6 +940,7 @@ int main(int argc, char **argv)
 		RUN("junk hello / half-open socket do not block accept", t_bad_hello(ctx, port));
 	RUN("wrong auth token refused", t_auth(port, &other));
 	RUN("closed port refused, bad host unreachable", t_refused(ctx));
+	RUN("listen on a port in use: address in use", t_addr_in_use(ctx, port));
 	RUN("target deletes connections under load", t_churn(ctx, port, &other));
 	RUN("peer SIGKILLed mid-operation", t_killed(ctx, vport, victim));
 	client_close(&c);
