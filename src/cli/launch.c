@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +30,12 @@ struct task {
 	size_t len;
 	int status, exited, is_worker;
 };
+
+/* SIGINT, SIGTERM or SIGHUP to the launcher: stop every task, then exit
+ * 128 + the signal.  (Without this the tasks outlived a launcher killed by
+ * a job scheduler's SIGTERM until they next wrote a line.) */
+static volatile sig_atomic_t got_sig;
+static void on_sig(int sig) { got_sig = sig; }
 
 /* A free TCP port on host (bind to port 0 and ask). */
 static int free_port(const char *host)
@@ -100,10 +107,13 @@ static pid_t spawn(struct task *t, char **argv)
 	int p[2];
 	if (pipe(p))
 		return -1;
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		/* a launcher that dies, even by SIGKILL, takes its tasks along */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != parent)
+			_exit(127);
 		dup2(p[1], 1);
 		dup2(p[1], 2);
 		close(p[0]);
@@ -168,6 +178,11 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 		printf("rdmaps launch: --metrics: one file per worker, %s .. %s\n", m0 + 10, m1 + 10);
 	}
 	fflush(stdout);
+	struct sigaction sa = { .sa_handler = on_sig }; /* no SA_RESTART: poll() returns */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	prog_on = isatty(STDOUT_FILENO);
 	if (prog_on) {
 		rdmaps_progress_init(&prog, stdout, j->train_steps);
@@ -227,10 +242,19 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 				pf[m].events = POLLIN;
 				map[m++] = k;
 			}
-		if (m)
-			poll(pf, m, 200);
-		else
-			usleep(100000);
+		if (!got_sig) {
+			if (m)
+				poll(pf, m, 200);
+			else
+				usleep(100000);
+		}
+		if (got_sig) {
+			if (prog_on)
+				rdmaps_progress_end(&prog);
+			fprintf(stdout, "rdmaps launch: interrupted (%s); stopping every task\n", strsignal(got_sig));
+			rc = 128 + got_sig;
+			goto stop;
+		}
 		for (int q = 0; q < m; q++) {
 			struct task *t = &tasks[map[q]];
 			if (!(pf[q].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -310,6 +334,6 @@ stop:
 	}
 	if (prog_on)
 		rdmaps_progress_end(&prog);
-	printf("rdmaps launch: %s\n", rc ? "FAILED" : "all workers finished");
+	printf("rdmaps launch: %s\n", got_sig ? "interrupted" : rc ? "FAILED" : "all workers finished");
 	return rc;
 }

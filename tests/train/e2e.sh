@@ -135,6 +135,20 @@ cli)
 	n=$(grep -c "ps 0 at 127.0.0.1:1\|127.0.0.1:1 failed" "$out")
 	[ "$n" -le 2 ] || { cat "$out"; fail "a worker without a ps printed $n lines about it in 3 s (one per attempt?)"; }
 	echo "  a worker without a ps: $n lines in 3 s, then exit 1"
+	# SIGTERM to the launcher (a job scheduler's stop): every task stops,
+	# the launcher says so and exits 128 + 15
+	"$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
+		--train_steps=100000000 --log_every=100000 >"$out" 2>&1 &
+	lp=$!
+	k=0
+	while ! grep -q "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	hosts=$(sed -n 's/^rdmaps launch: 1 ps (\([^)]*\)).*/\1/p' "$out")
+	kill -TERM $lp; wait $lp; rc=$?
+	[ $rc -eq 143 ] || fail "launch stopped by SIGTERM exited $rc, expected 143"
+	grep -q "^rdmaps launch: interrupted (Terminated); stopping every task" "$out" || fail "launch did not say it was interrupted"
+	sleep 1
+	[ -n "$hosts" ] && ! pgrep -f "ps_hosts=$hosts" >/dev/null || fail "tasks of a launcher stopped by SIGTERM still run (ps at $hosts)"
+	echo "  launch stopped by SIGTERM: exit 143, no task left"
 	;;
 *) echo "usage: e2e.sh BIN TRANSPORT DATA_DIR sync|async|backup|cli"; exit 2 ;;
 esac
