@@ -250,9 +250,13 @@ int rdmaps_cluster_from_tf_config(const char *json, struct rdmaps_cluster *c, ch
 	if (!json || !*json)
 		return fail(err, errlen, "TF_CONFIG is empty");
 	cJSON *root = cJSON_Parse(json);
-	if (!root)
-		return fail(err, errlen, "TF_CONFIG is not valid JSON (near '%.20s')",
-			    cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+	if (!root) {
+		const char *at = cJSON_GetErrorPtr();
+		if (!at || !*at)
+			return fail(err, errlen, "TF_CONFIG is not valid JSON (it ends too early: a missing '}' or ']'?)");
+		return fail(err, errlen, "TF_CONFIG is not valid JSON (near '%.20s', character %ld)", at,
+			    (long)(at - json) + 1);
+	}
 	int rc = 0;
 	char **ps = NULL, **wk = NULL;
 	int nps = 0, nwk = 0;
