@@ -24,6 +24,7 @@ enum rdmaps_status {
 	RDMAPS_E_STATE = -15,        /* object in the wrong state for this call */
 	RDMAPS_E_IN_USE = -16,       /* identity (task index) held by another live peer */
 	RDMAPS_E_ADDR_IN_USE = -17,  /* listen: host:port already bound by another socket */
+	RDMAPS_E_MISMATCH = -18,     /* peer refused us: it runs another job configuration */
 };
 
 /* Short human-readable text for a status code; never NULL. */

@@ -369,9 +369,12 @@ static int accept_some(struct shard *s, int tmo_ms)
 	}
 	const struct rt_hello *hi = rt_request_hello(req);
 	if (hi->role != RDMAPS_ROLE_WORKER || hi->index >= (uint32_t)s->W || hi->layout_hash != s->L->hash) {
+		int other = hi->layout_hash != s->L->hash;
 		fprintf(stderr, "ps %d: refused a connection (role %u, index %u%s)\n", j->task_index, hi->role,
-			hi->index, hi->layout_hash != s->L->hash ? ", model/placement/flags mismatch" : "");
-		rt_reject(&req);
+			hi->index, other ? ", model/placement/flags mismatch" : "");
+		/* told why: a worker with other flags stops at once instead of
+		 * retrying until --timeout */
+		rt_reject_status(&req, other ? RDMAPS_E_MISMATCH : RDMAPS_E_REFUSED);
 		return 0;
 	}
 	int i = (int)hi->index;

@@ -289,7 +289,7 @@ int rt_reject_status(struct rt_request **preq, int status)
 {
 	if (!preq || !*preq)
 		return RDMAPS_OK;
-	(*preq)->reject_status = status == RDMAPS_E_IN_USE ? status : RDMAPS_E_REFUSED;
+	(*preq)->reject_status = status == RDMAPS_E_IN_USE || status == RDMAPS_E_MISMATCH ? status : RDMAPS_E_REFUSED;
 	(*preq)->ctx->ops->reject(*preq);
 	free(*preq);
 	*preq = NULL;

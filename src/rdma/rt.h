@@ -176,18 +176,22 @@ int rt_accept_grant(struct rt_request **req, const struct rt_grant *grants,
 		    int ngrants, struct rt_conn **conn);
 /* Refuse the connection (peer gets RDMAPS_E_REFUSED). Frees req. */
 int rt_reject(struct rt_request **req);
-/* Refuse with a reason the peer's rt_connect returns: RDMAPS_E_REFUSED or
- * RDMAPS_E_IN_USE (its identity is held by another live peer); any other
- * status is sent as RDMAPS_E_REFUSED.  Frees req. */
+/* Refuse with a reason the peer's rt_connect returns: RDMAPS_E_REFUSED,
+ * RDMAPS_E_IN_USE (its identity is held by another live peer) or
+ * RDMAPS_E_MISMATCH (its hello's layout hash says it runs another job
+ * configuration: retrying cannot help); any other status is sent as
+ * RDMAPS_E_REFUSED.  Frees req. */
 int rt_reject_status(struct rt_request **req, int status);
 
 /* Connect to host:port, announcing hello and granting the server grants.
  * Errors: RDMAPS_E_UNREACHABLE, RDMAPS_E_REFUSED, RDMAPS_E_AUTH,
- * RDMAPS_E_IN_USE (rt_reject_status), RDMAPS_E_TIMEOUT, RDMAPS_E_NODEV.
+ * RDMAPS_E_IN_USE, RDMAPS_E_MISMATCH (rt_reject_status), RDMAPS_E_TIMEOUT,
+ * RDMAPS_E_NODEV.
  * A failure that a later attempt may cure (rt_connect_retriable: the peer
- * is not up yet, or not any more) is logged at debug level only: the caller
- * decides whether to retry, and reports it (a retry loop would otherwise
- * print one line per attempt).  Every other failure is logged here. */
+ * is not up yet, or not any more), and a refusal that says why (IN_USE,
+ * MISMATCH), is logged at debug level only: the caller decides whether to
+ * retry, and reports it (a retry loop would otherwise print one line per
+ * attempt).  Every other failure is logged here. */
 static inline int rt_connect_retriable(int rc)
 {
 	return rc == RDMAPS_E_REFUSED || rc == RDMAPS_E_UNREACHABLE || rc == RDMAPS_E_TIMEOUT ||

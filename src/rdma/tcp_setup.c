@@ -584,7 +584,8 @@ static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		goto err;
 	rc = recv_setup(fa, conn, &st, deadline);
 	if (!rc && st)
-		rc = st == RDMAPS_E_AUTH || st == RDMAPS_E_REFUSED || st == RDMAPS_E_IN_USE ? st : RDMAPS_E_PROTO;
+		rc = st == RDMAPS_E_AUTH || st == RDMAPS_E_REFUSED || st == RDMAPS_E_IN_USE || st == RDMAPS_E_MISMATCH
+		     ? st : RDMAPS_E_PROTO;
 	if (rc)
 		goto err;
 	rc = send_setup(fa, 0, table, tlen, deadline);
@@ -598,9 +599,10 @@ static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 err:
 	if (rc == RDMAPS_E_AUTH)
 		RDMAPS_ERR("tcp: %s:%u refused our auth token", host, port);
-	else if (rt_connect_retriable(rc))
-		/* a peer that is not up (yet): the caller decides whether to
-		 * retry and how often to say so (one line per attempt is noise) */
+	else if (rt_connect_retriable(rc) || rc == RDMAPS_E_IN_USE || rc == RDMAPS_E_MISMATCH)
+		/* a peer that is not up (yet), or that said why it refused us:
+		 * the caller decides whether to retry, and reports it (one
+		 * line per attempt is noise) */
 		RDMAPS_DBG("tcp: connect to %s:%u failed: %s", host, port, rdmaps_strerror(rc));
 	else
 		RDMAPS_ERR("tcp: connect to %s:%u failed: %s", host, port, rdmaps_strerror(rc));

@@ -72,6 +72,8 @@ static int rej_decode(const struct rdma_cm_event *ev)
 		return RDMAPS_E_AUTH;
 	if (p[3] == VERBS_REJ_IN_USE)
 		return RDMAPS_E_IN_USE;
+	if (p[3] == VERBS_REJ_MISMATCH)
+		return RDMAPS_E_MISMATCH;
 	return RDMAPS_E_REFUSED;
 }
 
@@ -162,7 +164,8 @@ int verbs_cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		return RDMAPS_OK;
 	}
 	rc = event_status(e);
-	if (quiet && rt_connect_retriable(rc)) /* rt_connect: the caller reports */
+	if (quiet && (rt_connect_retriable(rc) || rc == RDMAPS_E_IN_USE || rc == RDMAPS_E_MISMATCH))
+		/* rt_connect: the caller reports */
 		RDMAPS_DBG("verbs: waiting for %s, got %s (status %d): %s",
 			   rdma_event_str(want), rdma_event_str(e->event), e->status,
 			   rdmaps_strerror(rc));
@@ -628,7 +631,8 @@ void verbs_reject(struct rt_request *req)
 
 	if (!vr)
 		return;
-	reject_id(vr->id, req->reject_status == RDMAPS_E_IN_USE ? VERBS_REJ_IN_USE : VERBS_REJ_REFUSED);
+	reject_id(vr->id, req->reject_status == RDMAPS_E_IN_USE ? VERBS_REJ_IN_USE
+			  : req->reject_status == RDMAPS_E_MISMATCH ? VERBS_REJ_MISMATCH : VERBS_REJ_REFUSED);
 	id_delete(&vr->id);
 	channel_delete(&vr->ch);
 	free(vr);

@@ -38,7 +38,8 @@
 #define VERBS_HELLO_LEN 56
 /* Private data of rdma_reject: u16 magic, u8 version, u8 reason. */
 #define VERBS_REJ_LEN 4
-enum verbs_rej_reason { VERBS_REJ_REFUSED = 1, VERBS_REJ_AUTH = 2, VERBS_REJ_PROTO = 3, VERBS_REJ_IN_USE = 4 };
+enum verbs_rej_reason { VERBS_REJ_REFUSED = 1, VERBS_REJ_AUTH = 2, VERBS_REJ_PROTO = 3, VERBS_REJ_IN_USE = 4,
+			VERBS_REJ_MISMATCH = 5 };
 
 /* wr_id values of the control messages (user ops use the sequence number). */
 #define VERBS_WRID_CTRL_SEND (~0ull)

@@ -317,6 +317,9 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 				fprintf(stderr, "Worker %d: cannot connect to ps %d at %s: %s%s\n", w->me, p,
 					j->ps_hosts[p], rdmaps_strerror(rc),
 					rc == RDMAPS_E_IN_USE ? " (another live worker runs with this --task_index)"
+					: rc == RDMAPS_E_MISMATCH ? " (this worker and the ps differ in --model, "
+					  "--hidden_units, the number of ps or workers, --sync_replicas or "
+					  "--replicas_to_aggregate)"
 					: now > end ? " (gave up after --timeout)" : "");
 			return rc;
 		}

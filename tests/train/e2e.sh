@@ -135,6 +135,30 @@ cli)
 	n=$(grep -c "ps 0 at 127.0.0.1:1\|127.0.0.1:1 failed" "$out")
 	[ "$n" -le 2 ] || { cat "$out"; fail "a worker without a ps printed $n lines about it in 3 s (one per attempt?)"; }
 	echo "  a worker without a ps: $n lines in 3 s, then exit 1"
+	# a worker started with other flags than its ps is refused with the
+	# reason and stops at once (it used to retry until --timeout: 120 s)
+	pslog=${TMPDIR:-/tmp}/rdmaps-e2e-$$-ps.log
+	for try in 1 2 3; do
+		pport=$((20000 + ($$ * 7 + try * 131) % 30000))
+		"$bin" --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
+			--transport=tcp --timeout=30 >"$pslog" 2>&1 &
+		pp=$!
+		k=0
+		while ! grep -q "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
+		grep -q "listening on" "$pslog" && break
+		wait $pp
+	done
+	timeout 20 "$bin" --job_name=worker --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
+		--transport=tcp --data_dir="$data" --hidden_units=50 --timeout=60 >"$out" 2>&1
+	rc=$?
+	kill $pp 2>/dev/null; wait $pp
+	grep -q "refused a connection (role 1, index 0, model/placement/flags mismatch)" "$pslog" \
+		|| { cat "$pslog"; rm -f "$pslog"; fail "the ps did not say why it refused the worker"; }
+	rm -f "$pslog"
+	[ $rc -eq 1 ] || fail "a worker with other flags than its ps exited $rc, expected 1 (124: still retrying)"
+	grep -q "cannot connect to ps 0 at 127.0.0.1:$pport: the peer runs another job configuration" "$out" \
+		|| fail "a worker with other flags than its ps was not told why"
+	echo "  a worker with other flags than its ps: refused with the reason, exit 1 at once"
 	# SIGTERM to the launcher (a job scheduler's stop): every task stops,
 	# the launcher says so and exits 128 + 15
 	"$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \

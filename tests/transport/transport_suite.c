@@ -194,7 +194,12 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 			continue;
 		}
 		if (nconn == 64 || rt_request_hello(req)->role == 99) {
-			rt_reject(&req); /* role 99: the suite's "reject me" */
+			/* role 99: the suite's "reject me"; index 2: "... saying
+			 * you run another configuration" */
+			if (nconn < 64 && rt_request_hello(req)->index == 2)
+				rt_reject_status(&req, RDMAPS_E_MISMATCH);
+			else
+				rt_reject(&req);
 			continue;
 		}
 		if (rt_request_hello(req)->role == 98) {  /* the suite's "drop me soon" */
@@ -813,6 +818,10 @@ static int t_reject(struct rt_ctx *ctx, uint16_t port)
 
 	CHECK(rc == RDMAPS_E_REFUSED, "rejected: %s", rdmaps_strerror(rc));
 	CHECK(conn == NULL, "conn set");
+	h.index = 2; /* the reason reaches the peer */
+	rc = rt_connect(ctx, g_addr, port, &h, NULL, 0, TMO, &conn);
+	CHECK(rc == RDMAPS_E_MISMATCH, "rejected as another configuration: %s", rdmaps_strerror(rc));
+	CHECK(conn == NULL, "conn set");
 	return 0;
 }
 
@@ -931,7 +940,7 @@ int main(int argc, char **argv)
 	RUN("cmp-swap semantics", t_cas(&c));
 	RUN("outstanding-op bound (AGAIN) and completion order", t_depth(&c));
 	RUN("no allocation on the hot path (post/poll/flush)", t_no_malloc(&c));
-	RUN("rt_reject -> REFUSED", t_reject(ctx, port));
+	RUN("rt_reject -> REFUSED, rt_reject_status(MISMATCH) -> MISMATCH", t_reject(ctx, port));
 	RUN("fetch-add from 4 peers + target-local adds", t_adders_sum(&c, adders));
 	RUN("bounds/rights violations, target keeps serving", t_violations(&c, &other));
 	if (g_kind == RT_TCP)

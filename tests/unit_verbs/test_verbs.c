@@ -314,6 +314,10 @@ static void test_connect_rejected(void **state)
 	reject_with(VERBS_REJ_IN_USE);
 	connect_fails(200, RDMAPS_E_IN_USE);
 
+	setup(NULL); /* the server runs another job configuration */
+	reject_with(VERBS_REJ_MISMATCH);
+	connect_fails(200, RDMAPS_E_MISMATCH);
+
 	setup(NULL); /* no listener: REJECTED without our private data */
 	mock_k.connect_event = RDMA_CM_EVENT_REJECTED;
 	connect_fails(200, RDMAPS_E_REFUSED);
