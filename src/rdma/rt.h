@@ -188,8 +188,8 @@ int rt_reject_status(struct rt_request **req, int status);
  * RDMAPS_E_IN_USE, RDMAPS_E_MISMATCH (rt_reject_status), RDMAPS_E_TIMEOUT,
  * RDMAPS_E_NODEV.
  * A failure that a later attempt may cure (rt_connect_retriable: the peer
- * is not up yet, or not any more), and a refusal that says why (IN_USE,
- * MISMATCH), is logged at debug level only: the caller decides whether to
+ * is not up yet, or not any more), and a refusal that says why (AUTH,
+ * IN_USE, MISMATCH), is logged at debug level only: the caller decides whether to
  * retry, and reports it (a retry loop would otherwise print one line per
  * attempt).  Every other failure is logged here. */
 static inline int rt_connect_retriable(int rc)
