@@ -247,7 +247,7 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		memset(&c, 0, sizeof(c));
 		if (tfc && *tfc) {
 			if (rdmaps_cluster_from_tf_config(tfc, &c, err, sizeof(err))) {
-				fprintf(stderr, "rdmaps: TF_CONFIG: %s\n", err);
+				fprintf(stderr, "rdmaps: %s\n", err);
 				return 2;
 			}
 			have = 1;

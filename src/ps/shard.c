@@ -701,6 +701,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 			printf("ps %d: locality: CPUs %s for polling and applying\n", j->task_index, cpus);
 		else /* not fatal: the ps runs where the scheduler puts it */
 			fprintf(stderr, "ps %d: warning: could not pin to the CPUs near the device\n", j->task_index);
+		fflush(stdout); /* before any error on stderr below */
 	}
 	s.params = rt_alloc(s.ctx, params_bytes(s.n));
 	s.counters = rt_alloc(s.ctx, counters_bytes(s.W));
