@@ -302,7 +302,8 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 	mbox_pack(sh->mbox, 0); /* a whole message: version 0, token 0 */
 	sh->mv = 0;
 	/* the ps may not be up (yet, or again): retry until the deadline,
-	 * saying so once and then every 10 s (as TF's "CreateSession still
+	 * saying so after 1 s (a ps that starts a moment after its workers
+	 * is normal) and then every 10 s (as TF's "CreateSession still
 	 * waiting"), not once per attempt */
 	double start = rdmaps_now(), end = start + secs, said = 0;
 	useconds_t pause_us = 10000; /* doubles up to 1 s between attempts */
@@ -324,9 +325,11 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 			return rc;
 		}
 		if (!said && !retry_in_use) {
-			fprintf(stderr, "Worker %d: ps %d at %s: %s; retrying for up to %d s (--timeout)\n", w->me, p,
-				j->ps_hosts[p], rdmaps_strerror(rc), secs);
-			said = now;
+			if (now - start >= 1) {
+				fprintf(stderr, "Worker %d: ps %d at %s: %s; retrying for up to %d s (--timeout)\n",
+					w->me, p, j->ps_hosts[p], rdmaps_strerror(rc), secs);
+				said = now;
+			}
 		} else if (now - (said ? said : start) >= 10) {
 			fprintf(stderr, "Worker %d: still waiting for ps %d at %s (%s, %.0f s of %d)\n", w->me, p,
 				j->ps_hosts[p], rdmaps_strerror(rc), now - start, secs);

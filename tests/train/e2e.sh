@@ -124,8 +124,9 @@ cli)
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
 	[ $? -eq 2 ] || fail "TF_CONFIG without workers must exit 2"
 	echo "  16 flag errors and a bad TF_CONFIG each exited 2 with a message"
-	# no ps listening: the worker retries until --timeout, says so once (not
-	# once per attempt: about 6 attempts in 3 s), then gives up with exit 1
+	# no ps listening: the worker retries until --timeout, says so once after
+	# 1 s (not once per attempt: about 6 attempts in 3 s), then gives up
+	# with exit 1
 	timeout 60 "$bin" --job_name=worker --task_index=1 --ps_hosts=127.0.0.1:1 \
 		--worker_hosts=127.0.0.1:2,127.0.0.1:3 --transport=tcp --data_dir="$data" --timeout=3 >"$out" 2>&1
 	rc=$?
