@@ -128,7 +128,7 @@ static pid_t spawn(struct task *t, char **argv)
 	return pid;
 }
 
-/* The --metrics flag for worker k of W: FILE itself when W = 1, else FILE
+/* The metrics file of worker k of W: FILE itself when W = 1, else FILE
  * with ".worker<k>" before its extension (m.jsonl -> m.worker1.jsonl; no
  * extension: appended). */
 static void metrics_path(char *out, size_t len, const char *file, int k, int W)
@@ -137,11 +137,11 @@ static void metrics_path(char *out, size_t len, const char *file, int k, int W)
 	base = base ? base + 1 : file;
 	dot = strrchr(base, '.');
 	if (W == 1)
-		snprintf(out, len, "--metrics=%s", file);
+		snprintf(out, len, "%s", file);
 	else if (!dot || dot == base)
-		snprintf(out, len, "--metrics=%s.worker%d", file, k);
+		snprintf(out, len, "%s.worker%d", file, k);
 	else
-		snprintf(out, len, "--metrics=%.*s.worker%d%s", (int)(dot - file), file, k, dot);
+		snprintf(out, len, "%.*s.worker%d%s", (int)(dot - file), file, k, dot);
 }
 
 int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
@@ -175,7 +175,7 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 		char m0[sizeof(j->metrics) + 32], m1[sizeof(j->metrics) + 32];
 		metrics_path(m0, sizeof(m0), j->metrics, 0, W);
 		metrics_path(m1, sizeof(m1), j->metrics, W - 1, W);
-		printf("rdmaps launch: --metrics: one file per worker, %s .. %s\n", m0 + 10, m1 + 10);
+		printf("rdmaps launch: --metrics: one file per worker, %s .. %s\n", m0, m1);
 	}
 	fflush(stdout);
 	struct sigaction sa = { .sa_handler = on_sig }; /* no SA_RESTART: poll() returns */
@@ -190,7 +190,7 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 	}
 
 	/* child argv: the launch flags minus --ps/--workers, plus the cluster */
-	char psf[4200], wkf[4200], idx[MAX_TASKS][32], mf[MAX_TASKS][sizeof(j->metrics) + 32];
+	char psf[4200], wkf[4200], idx[MAX_TASKS][32], mf[MAX_TASKS][sizeof(j->metrics) + 48];
 	snprintf(psf, sizeof(psf), "--ps_hosts=%s", ps_hosts);
 	snprintf(wkf, sizeof(wkf), "--worker_hosts=%s", wk_hosts);
 	memset(tasks, 0, sizeof(tasks));
@@ -213,7 +213,9 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 				a += !strcmp(argv[a], "--metrics");
 				if (is_ps || !j->metrics[0])
 					continue;
-				metrics_path(mf[k], sizeof(mf[k]), j->metrics, ti, W);
+				char path[sizeof(j->metrics) + 32];
+				metrics_path(path, sizeof(path), j->metrics, ti, W);
+				snprintf(mf[k], sizeof(mf[k]), "--metrics=%s", path);
 				cargv[c++] = mf[k];
 				continue;
 			}

@@ -533,7 +533,7 @@ static int give_up(struct shard *s, int done, int pushing)
  * LINGER_S in all.  The last worker's done FETCH_ADD may have executed (so
  * serve() returned) before its answer was sent; closing now could cut that
  * answer off, and the worker would report that it could not confirm the
- * end of training (seen in 1 of 10 local runs before this wait).  A worker
+ * end of training (2 of 40 local sync runs before this wait).  A worker
  * closes its connections as soon as the answer arrived. */
 static void linger(struct shard *s)
 {

@@ -110,6 +110,13 @@ int rt_grants_to_local(struct rt_conn *c, const struct rt_grant *g, int n);
  * (clock.c) */
 uint64_t rt_now_us(void);
 uint64_t rt_now_ms(void);
+/* rt_connect failures that its caller reports (rt.h): logged at debug level
+ * by the backends, on both */
+static inline int rt_connect_caller_reports(int rc)
+{
+	return rt_connect_retriable(rc) || rc == RDMAPS_E_AUTH || rc == RDMAPS_E_IN_USE ||
+	       rc == RDMAPS_E_MISMATCH;
+}
 /* ms left until deadline (an rt_now_ms() value): >= 0, at most INT_MAX */
 int rt_remaining_ms(uint64_t deadline);
 

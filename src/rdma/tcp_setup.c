@@ -597,7 +597,7 @@ static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 	freeaddrinfo(ai);
 	return RDMAPS_OK;
 err:
-	if (rt_connect_retriable(rc) || rc == RDMAPS_E_AUTH || rc == RDMAPS_E_IN_USE || rc == RDMAPS_E_MISMATCH)
+	if (rt_connect_caller_reports(rc))
 		/* a peer that is not up (yet), or that said why it refused us:
 		 * the caller decides whether to retry, and reports it (one
 		 * line per attempt is noise) */

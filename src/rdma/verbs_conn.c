@@ -164,9 +164,7 @@ int verbs_cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		return RDMAPS_OK;
 	}
 	rc = event_status(e);
-	if (quiet && (rt_connect_retriable(rc) || rc == RDMAPS_E_AUTH || rc == RDMAPS_E_IN_USE ||
-		      rc == RDMAPS_E_MISMATCH))
-		/* rt_connect: the caller reports */
+	if (quiet && rt_connect_caller_reports(rc))
 		RDMAPS_DBG("verbs: waiting for %s, got %s (status %d): %s",
 			   rdma_event_str(want), rdma_event_str(e->event), e->status,
 			   rdmaps_strerror(rc));

@@ -123,8 +123,8 @@ int verbs_wc_status(enum ibv_wc_status st);
 
 /* verbs_conn.c */
 /* Wait for event `want`; any other event ends the wait with its status.
- * quiet: an rt_connect_retriable status is logged at debug level (the
- * connecting side, whose caller reports it); otherwise it is an error. */
+ * quiet (rt_connect's waits): a status rt_connect_caller_reports is logged
+ * at debug level; otherwise it is logged here. */
 int verbs_cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want,
 		  int timeout_ms, int quiet, struct rdma_cm_event **ev);
 int verbs_check_cm_events(struct rt_conn *c);   /* non-blocking */

@@ -305,7 +305,8 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 	 * saying so after 1 s (a ps that starts a moment after its workers
 	 * is normal) and then every 10 s (as TF's "CreateSession still
 	 * waiting"), not once per attempt */
-	double start = rdmaps_now(), end = start + secs, said = 0;
+	double start = rdmaps_now(), end = start + secs, next_say = start + (retry_in_use ? 10 : 1);
+	int said = 0;
 	useconds_t pause_us = 10000; /* doubles up to 1 s between attempts */
 	int rc;
 	for (;;) {
@@ -324,16 +325,14 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 					: now > end ? " (gave up after --timeout)" : "");
 			return rc;
 		}
-		if (!said && !retry_in_use) {
-			if (now - start >= 1) {
+		if (now >= next_say) {
+			if (!said++ && !retry_in_use) /* recover() said it already */
 				fprintf(stderr, "Worker %d: ps %d at %s: %s; retrying for up to %d s (--timeout)\n",
 					w->me, p, j->ps_hosts[p], rdmaps_strerror(rc), secs);
-				said = now;
-			}
-		} else if (now - (said ? said : start) >= 10) {
-			fprintf(stderr, "Worker %d: still waiting for ps %d at %s (%s, %.0f s of %d)\n", w->me, p,
-				j->ps_hosts[p], rdmaps_strerror(rc), now - start, secs);
-			said = now;
+			else
+				fprintf(stderr, "Worker %d: still waiting for ps %d at %s (%s, %.0f s of %d)\n", w->me,
+					p, j->ps_hosts[p], rdmaps_strerror(rc), now - start, secs);
+			next_say = now + 10;
 		}
 		usleep(pause_us);
 		pause_us = pause_us < 500000 ? pause_us * 2 : 1000000;
