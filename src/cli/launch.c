@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/job.h"
+#include "cli/ports.h"
 #include "ps/layout.h"
 #include "worker/progress.h"
 
@@ -36,21 +37,6 @@ struct task {
  * a job scheduler's SIGTERM until they next wrote a line.) */
 static volatile sig_atomic_t got_sig;
 static void on_sig(int sig) { got_sig = sig; }
-
-/* A free TCP port on host (bind to port 0 and ask). */
-static int free_port(const char *host)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t l = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-	if (s < 0)
-		return -1;
-	inet_pton(AF_INET, host, &a.sin_addr);
-	if (!bind(s, (struct sockaddr *)&a, sizeof(a)) && !getsockname(s, (struct sockaddr *)&a, &l))
-		port = ntohs(a.sin_port);
-	close(s);
-	return port;
-}
 
 /* On a terminal the workers' per-step lines fold into one live line. */
 static struct rdmaps_progress prog;
@@ -159,15 +145,16 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 	}
 	if (j->transport != RT_TCP && env && *env)
 		host = env;
+	int ports[MAX_TASKS];
+
+	if (rdmaps_pick_ports(host, P + W, ports)) {
+		fprintf(stderr, "rdmaps launch: no free port on %s\n", host);
+		return 1;
+	}
 	for (int k = 0; k < P + W; k++) {
-		int port = free_port(host);
-		if (port < 0) {
-			fprintf(stderr, "rdmaps launch: no free port on %s\n", host);
-			return 1;
-		}
 		char *dst = k < P ? ps_hosts : wk_hosts;
 		size_t l = strlen(dst);
-		snprintf(dst + l, 4096 - l, "%s%s:%d", l ? "," : "", host, port);
+		snprintf(dst + l, 4096 - l, "%s%s:%d", l ? "," : "", host, ports[k]);
 	}
 	printf("rdmaps launch: %d ps (%s), %d workers (%s), %s\n", P, ps_hosts, W, wk_hosts,
 	       j->sync ? "sync" : "async");

@@ -28,18 +28,16 @@
  * Exit 0 = every attack refused, 1 = an attack succeeded or a check failed,
  * 77 = no RDMA device (rdma).
  *
- * rogue_worker --free-port: print a free TCP port of 127.0.0.1 (bind to port
- * 0 and ask), for the driver script.
+ * rogue_worker --free-port: print a free TCP port of 127.0.0.1 (the one
+ * launch would pick: rdmaps_pick_ports), for the driver script.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cli/cluster.h"
+#include "cli/ports.h"
 #include "ps/layout.h"
 #include "rdma/rt_internal.h"
 
@@ -118,15 +116,10 @@ static int verdict(const char *name, int rc)
 
 static int free_port(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t al = sizeof(a);
-	int s = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-	if (s >= 0 && !bind(s, (struct sockaddr *)&a, sizeof(a)) && !getsockname(s, (struct sockaddr *)&a, &al))
-		port = ntohs(a.sin_port);
-	if (s >= 0)
-		close(s);
-	if (port < 0) {
-		perror("rogue_worker: --free-port");
+	int port;
+
+	if (rdmaps_pick_ports("127.0.0.1", 1, &port)) {
+		fprintf(stderr, "rogue_worker: --free-port: no free port on 127.0.0.1\n");
 		return 1;
 	}
 	printf("%d\n", port);

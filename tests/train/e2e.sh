@@ -140,9 +140,10 @@ cli)
 	# reason and stops at once (it used to retry until --timeout: 120 s)
 	pslog=${TMPDIR:-/tmp}/rdmaps-e2e-$$-ps.log
 	for try in 1 2 3; do
-		# below the ephemeral range (32768-60999 here) that `launch`
-		# draws its free ports from, so the two cannot collide
-		pport=$((20000 + ($$ * 7 + try * 131) % 12000))
+		# below 16384: launch draws its ports from the 16384 ports below
+		# the ephemeral range (32768-60999 here), connect() from inside
+		# it, so neither can take this one
+		pport=$((10000 + ($$ * 7 + try * 131) % 6000))
 		"$bin" --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
 			--transport=tcp --timeout=30 >"$pslog" 2>&1 &
 		pp=$!

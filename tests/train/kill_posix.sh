@@ -76,7 +76,9 @@ wait_exit() {
 start_ps() {
 	sn_=$1; snw_=$2; shift 2
 	for try_ in 1 2 3; do
-		port=$((20000 + ($$ * 7 + try_ * 1009) % 30000))
+		# below the ephemeral range (32768-60999 on Debian), which
+		# connect()s (rdma_cm's too) draw their local ports from
+		port=$((10000 + ($$ * 7 + try_ * 1009) % 6000))
 		start "$sn_" ps 0 "$snw_" "$@"
 		wait_for "$dir/$sn_.log" "listening on|cannot listen|no active RDMA device|built without the verbs" 60 \
 			|| fail "the ps neither listened nor failed within 60 s"
