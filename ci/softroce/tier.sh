@@ -180,9 +180,10 @@ ctest --test-dir "$build" -L rdma --output-on-failure --timeout 300 >"$out/ctest
 crc=$?
 cat "$out/ctest.log"
 # what the end-to-end scripts measured (their indented summary lines), also
-# for the tests that passed (ctest prints output only on failure)
+# for the tests that passed (ctest prints output only on failure); "  [" is
+# e2e.sh's check_ce quoting a task's validation cross entropy line
 lt="$build/Testing/Temporary/LastTest.log"
-[ -f "$lt" ] && grep -a -E '^(  [A-Za-z(]|PASSED: |SKIPPED: )' "$lt" | sed 's/^/DETAIL /'
+[ -f "$lt" ] && grep -a -E '^(  [A-Za-z([]|PASSED: |SKIPPED: )' "$lt" | sed 's/^/DETAIL /'
 total=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$out/ctest.log")
 passed=$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$out/ctest.log" | grep -c ' Passed ')
 skipped=$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+:' "$out/ctest.log" | grep -c 'Skipped')

@@ -47,25 +47,35 @@ async)
 	# failed a CI run at 2864); TF async simulated with exactly 1 step of
 	# staleness (bench/step/async_sim.py, seeds 1-60) already reaches 1969.
 	# Hence 5000, under half the initial value.
-	timeout 600 "$bin" launch --ps=1 --workers=2 --transport="$tr" \
-		--data_dir="$data" --train_steps=200 --log_every=50 --timeout=60 >"$out" 2>&1 \
-		|| fail "launch exited non-zero"
-	check_ce 5000 2
-	grep -q "global step 20[0-9], " "$out" || fail "ps summary: expected ~200 global steps"
-	# Both workers train, each on its own: a 200-step job (~0.2 s) can be
-	# over before the second worker has loaded its data (docs/protocol.md
-	# Q5), so this runs 2000 steps and counts each worker's steps in its
-	# --metrics file (launch writes one per worker).  Equal workers share
-	# them about evenly (902-1099 of 2001 in 7 runs here); a worker held
-	# back by the other (a lock, a ps serving one connection) would not.
 	m=${TMPDIR:-/tmp}/rdmaps-e2e-$$-metrics.jsonl
 	m0=${TMPDIR:-/tmp}/rdmaps-e2e-$$-metrics.worker0.jsonl; m1=${TMPDIR:-/tmp}/rdmaps-e2e-$$-metrics.worker1.jsonl
-	timeout 600 "$bin" launch --ps=1 --workers=2 --transport="$tr" --data_dir="$data" --train_steps=2000 \
-		--log_every=1000 --timeout=60 --metrics="$m" >"$out" 2>&1 || { rm -f "$m0" "$m1"; fail "launch (2000 steps) exited non-zero"; }
+	timeout 600 "$bin" launch --ps=1 --workers=2 --transport="$tr" \
+		--data_dir="$data" --train_steps=200 --log_every=50 --timeout=60 --metrics="$m" >"$out" 2>&1 \
+		|| { rm -f "$m0" "$m1"; fail "launch exited non-zero"; }
+	check_ce 5000 2
+	grep -q "global step 20[0-9], " "$out" || { rm -f "$m0" "$m1"; fail "ps summary: expected ~200 global steps"; }
+	# Both workers train, each on its own: each worker's --metrics file
+	# (launch writes one per worker) has a line per step it took.  Equal
+	# workers share the steps about evenly (902-1099 of 2001 in 7 tcp runs
+	# here); a worker held back by the other (a lock, a ps serving one
+	# connection) would not.  A 200-step job over tcp on the host (~0.2 s)
+	# can be over before the second worker has loaded its data
+	# (docs/protocol.md Q5), so when the 200-step run is that lopsided, a
+	# 2000-step run is counted instead; in the SoftRoCE VM a step takes far
+	# longer than the start-up skew, and the 200-step run is.
+	total=200
 	n0=$(wc -l <"$m0" 2>/dev/null || echo 0); n1=$(wc -l <"$m1" 2>/dev/null || echo 0)
+	if [ "$n0" -lt $((total / 5)) ] || [ "$n1" -lt $((total / 5)) ]; then
+		echo "  async, 200 steps: worker 0 took $n0, worker 1 took $n1; counting a 2000-step run"
+		total=2000
+		rm -f "$m0" "$m1"
+		timeout 600 "$bin" launch --ps=1 --workers=2 --transport="$tr" --data_dir="$data" --train_steps=2000 \
+			--log_every=1000 --timeout=60 --metrics="$m" >"$out" 2>&1 || { rm -f "$m0" "$m1"; fail "launch (2000 steps) exited non-zero"; }
+		n0=$(wc -l <"$m0" 2>/dev/null || echo 0); n1=$(wc -l <"$m1" 2>/dev/null || echo 0)
+	fi
 	rm -f "$m0" "$m1" "$m"
-	echo "  2000 async steps: worker 0 took $n0, worker 1 took $n1"
-	[ "$n0" -ge 400 ] && [ "$n1" -ge 400 ] || fail "one worker took under 20% of 2000 async steps ($n0 / $n1)"
+	echo "  async, $total steps: worker 0 took $n0, worker 1 took $n1"
+	[ "$n0" -ge $((total / 5)) ] && [ "$n1" -ge $((total / 5)) ] || fail "one worker took under 20% of $total async steps ($n0 / $n1)"
 	;;
 backup)
 	timeout 600 "$bin" launch --ps=2 --workers=3 --sync_replicas --replicas_to_aggregate=2 \
