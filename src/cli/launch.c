@@ -3,16 +3,13 @@
  * its output lines come back through a pipe with a "[ps0] " / "[worker1] "
  * prefix.  Exits 0 only when every worker exited 0; a failed task, or
  * --timeout, ends the others. */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
