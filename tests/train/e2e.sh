@@ -98,7 +98,14 @@ equiv)
 lstm)
 	# The LSTM's initial prediction is near uniform: validation cross entropy
 	# about 5000 * ln(10) = 11513.  "Learns" = it falls by at least half.
-	timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --model=lstm --learning_rate=0.001 \
+	# Batch and learning rate: $5 and $6, default 100 and 0.001 (the host's
+	# run: 2798 here).  The rdma tier's run takes batch 16 at 0.005, since
+	# under TCG a batch-100 step computes for seconds (batch 16: 1.2 s);
+	# that setting gave 3269-5152 over seeds 1-6 over tcp on the host, and
+	# 4542 with the default seed (1).  Sync R = W with a fixed seed gives
+	# the same result on every run.
+	timeout 900 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --model=lstm \
+		--batch_size="${5:-100}" --learning_rate="${6:-0.001}" \
 		--transport="$tr" --data_dir="$data" --train_steps=100 --log_every=50 --timeout=120 >"$out" 2>&1 \
 		|| fail "launch exited non-zero"
 	check_ce 5756 2
