@@ -1,6 +1,6 @@
 #!/bin/sh
 # Kill-and-restart tests in POSIX sh, so that they also run under busybox in
-# the SoftRoCE VM (the rdma tier): the verbs twins of three of kill.sh's
+# the SoftRoCE VM (the rdma tier): the verbs twins of four of kill.sh's
 # cases, small enough for the VM's time budget (few steps, a
 # 6000-image MNIST cut).  Tasks are started by hand with TensorFlow's flags;
 # every wait is bounded and waits for printed lines, never a fixed time.
@@ -15,6 +15,10 @@
 #                  mid-run; the ps and worker 0 name it; restart it: the ps
 #                  takes the new connection into its slot (new grants), the
 #                  job completes at --train_steps
+#   duplicate      sync, R = W = 2: a second live worker 1 is refused (it exits
+#                  non-zero naming the reason, the ps logs it, the first goes
+#                  on); then worker 1 is killed and restarted at once: the
+#                  restart rejoins and the job completes
 # Env: RDMAPS_KILL_STEPS (default 40; on the host's fast tcp use more).
 # Address: 127.0.0.1 for tcp; RDMAPS_RDMA_ADDR (default 127.0.0.1) for rdma.
 # Exit 0 pass, 1 fail, 77 skipped (no MNIST, or no RDMA device).
@@ -139,6 +143,43 @@ worker_rejoin)
 	wait_ok 240 w1b w0 ps0
 	check_rejoined "$steps" w1b
 	;;
-*) echo "usage: kill_posix.sh BIN TRANSPORT DATA_DIR worker_backup|ps_restart|worker_rejoin"; exit 2 ;;
+duplicate)
+	# worker 0 sleeps 100 ms per step (--straggler_delay_ms): the job
+	# outlasts the duplicate's start-up even where steps are fast (tcp on
+	# the host: RDMAPS_KILL_STEPS=40 takes >= 4 s)
+	f="--train_steps=$steps --straggler_task=0 --straggler_delay_ms=100"
+	# shellcheck disable=SC2086
+	start_ps ps0 2 $f
+	# shellcheck disable=SC2086
+	for i in 0 1; do start w$i worker $i 2 $f; done
+	wait_step "$dir/w1.log" 3 240 || fail "worker 1 did not reach global step 3"
+	# shellcheck disable=SC2086
+	start dup worker 1 2 $f
+	wait_exit dup 120
+	[ "$st" -ne 0 ] || fail "the second live worker 1 exited 0"
+	grep -q "Worker 1: cannot connect to ps 0 at .*: task index already in use" "$dir/dup.log" \
+		|| fail "the second worker 1 did not name the reason"
+	grep -q "ps 0: refused a second worker 1: worker 1 is connected and alive" "$dir/ps0.log" \
+		|| fail "the ps did not log the refused duplicate"
+	echo "  second worker 1: exit $st: $(grep 'already in use' "$dir/dup.log" | head -1)"
+	echo "  $(grep 'refused a second' "$dir/ps0.log" | head -1)"
+	kill -0 "$(cat "$dir/w1.pid")" 2>/dev/null || fail "the first worker 1 died"
+	# the first keeps training after the refusal
+	at=$(last_step "$dir/w1.log")
+	wait_step "$dir/w1.log" $((at + 3)) 240 || fail "worker 1 stopped training after the refused duplicate"
+	# killed and restarted at once (no wait for the ps to notice): it rejoins
+	kill9 w1
+	wait_exit w1 30
+	killed_at=$(last_step "$dir/w1.log")
+	[ "$killed_at" -lt "$steps" ] || fail "worker 1 was killed after the end: not a mid-run kill"
+	# shellcheck disable=SC2086
+	start w1b worker 1 2 $f
+	wait_ok 240 w1b w0 ps0
+	grep -q "ps 0: worker 1 rejoined" "$dir/ps0.log" || fail "the restarted worker 1 did not rejoin"
+	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
+	for l in w0 w1b; do grep -q "validation cross entropy" "$dir/$l.log" || fail "$l did not finish"; done
+	grep -h "lost worker\|connected again\|rejoined\|done after" "$dir/ps0.log" | sed 's/^/  /'
+	;;
+*) echo "usage: kill_posix.sh BIN TRANSPORT DATA_DIR worker_backup|ps_restart|worker_rejoin|duplicate"; exit 2 ;;
 esac
 echo "PASSED: $case over $tr"
