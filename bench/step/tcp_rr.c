@@ -1,7 +1,7 @@
 /* tcp_rr: the plain TCP reference for a training step's transport cost.
  *
  *   tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--iters N] [--warmup N]
- *          [--warmup-ms MS] [--json FILE] [--label TEXT]
+ *          [--warmup-ms MS] [--gap-us US] [--json FILE] [--label TEXT]
  *
  * Forks a server on 127.0.0.1 (port picked by the kernel) and measures, from
  * the client, the ROUND TRIP of one blocking request/response: the client
@@ -19,6 +19,10 @@
  * rdmaps' pull+push phase times.  The gap to --mode rr is the cost of the
  * shape (an extra round trip whose server side is not overlapped with any
  * transfer), not of any transport code.
+ * --gap-us US: after each sample the client sleeps US microseconds, not
+ * timed: the step's compute phase, during which a worker sends nothing
+ * (default 0: samples back to back).  What an idle gap does to the next
+ * push and pull on this machine is what it measures against rdmaps.
  * TCP_NODELAY on both sides, no pinning (like the rdmaps tasks it is compared
  * with).  Warm-up: --warmup requests (default 50) or --warmup-ms (default
  * 200), whichever ends first; those samples are dropped and counted in the
@@ -89,6 +93,14 @@ static int sample(int fd, int step, uint8_t *qb, size_t req, uint8_t *rb, size_t
 	return 0;
 }
 
+static void gap(long us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+
+	while (us > 0 && nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
 static int cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -118,12 +130,12 @@ static int parse_long(const char *name, const char *s, long lo, long hi, long *o
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--iters N] [--warmup N]\n"
-		   "              [--warmup-ms MS] [--json FILE] [--label TEXT]\n");
+		   "              [--warmup-ms MS] [--gap-us US] [--json FILE] [--label TEXT]\n");
 }
 
 int main(int argc, char **argv)
 {
-	long req = -1, resp = -1, iters = 2000, warm = 50, warm_ms = 200;
+	long req = -1, resp = -1, iters = 2000, warm = 50, warm_ms = 200, gap_us = 0;
 	const char *json = NULL, *label = "";
 	int step = 0;
 
@@ -144,6 +156,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--iters")) { if (parse_long(a, v, 1, 100000000, &iters)) return 2; }
 		else if (!strcmp(a, "--warmup")) { if (parse_long(a, v, 0, 100000000, &warm)) return 2; }
 		else if (!strcmp(a, "--warmup-ms")) { if (parse_long(a, v, 0, 3600000, &warm_ms)) return 2; }
+		else if (!strcmp(a, "--gap-us")) { if (parse_long(a, v, 0, 10000000, &gap_us)) return 2; }
 		else if (!strcmp(a, "--json")) json = v;
 		else if (!strcmp(a, "--label")) label = v;
 		else if (!strcmp(a, "--mode")) {
@@ -209,13 +222,16 @@ int main(int argc, char **argv)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	long dropped = 0;
 	double wend = now_us() + warm_ms * 1e3;
-	for (; dropped < warm && now_us() < wend; dropped++)
+	for (; dropped < warm && now_us() < wend; dropped++) {
 		if (sample(fd, step, qb, (size_t)req, rb, (size_t)resp, NULL, NULL))
 			goto io_err;
+		gap(gap_us);
+	}
 	for (long k = 0; k < iters; k++) {
 		if (sample(fd, step, qb, (size_t)req, rb, (size_t)resp, &sp[k], &spl[k]))
 			goto io_err;
 		s[k] = step ? sp[k] + spl[k] : spl[k];
+		gap(gap_us);
 	}
 	close(fd);
 	int st;
@@ -234,11 +250,11 @@ int main(int argc, char **argv)
 	if (step)
 		printf("# tcp_rr --mode step: plain TCP in the shape of a one-sided step on 127.0.0.1 (us): "
 		       "push (send of req bytes, no answer waited for) + pull (ROUND TRIP: 8-byte request, resp "
-		       "bytes back); the release in between is not timed; warm-up dropped %ld steps\n"
-		       "# push p50 %.2f, pull p50 %.2f\n", dropped, pct(sp, iters, 0.5), pct(spl, iters, 0.5));
+		       "bytes back); the release in between is not timed; %ld us idle gap after each step; warm-up dropped %ld steps\n"
+		       "# push p50 %.2f, pull p50 %.2f\n", gap_us, dropped, pct(sp, iters, 0.5), pct(spl, iters, 0.5));
 	else
 		printf("# tcp_rr: plain TCP request/response on 127.0.0.1, ROUND TRIP per request (us); "
-		       "warm-up dropped %ld requests\n", dropped);
+		       "%ld us idle gap after each request; warm-up dropped %ld requests\n", gap_us, dropped);
 	printf("%-10s %-10s %8s %9s %9s %9s %9s %9s %9s %9s\n", "req_B", "resp_B", "iters", "min", "p50", "avg",
 	       "stdev", "p99", "p99.9", "max");
 	printf("%-10ld %-10ld %8ld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", req, resp, iters, s[0],
@@ -251,10 +267,10 @@ int main(int argc, char **argv)
 		}
 		fprintf(f,
 			"{\"bench\":\"tcp_rr\",\"label\":\"%s\",\"mode\":\"%s\",\"round_trip\":true,\"req_bytes\":%ld,"
-			"\"resp_bytes\":%ld,\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,"
+			"\"resp_bytes\":%ld,\"gap_us\":%ld,\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,"
 			"\"avg_us\":%.3f,\"stdev_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,"
 			"\"push_p50_us\":%.3f,\"pull_p50_us\":%.3f}\n",
-			label, step ? "step" : "rr", req, resp, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd,
+			label, step ? "step" : "rr", req, resp, gap_us, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd,
 			pct(s, iters, 0.99), pct(s, iters, 0.999), s[iters - 1], pct(sp, iters, 0.5), pct(spl, iters, 0.5));
 		fclose(f);
 	}
