@@ -38,6 +38,11 @@ def med(v):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
+def span(v):
+    """median [min..max] of a list of ratios, or - when empty"""
+    return "%.2f [%.2f..%.2f]" % (med(v), min(v), max(v)) if v else "-"
+
+
 def cfgname(r):
     return "%s P=%d W=%d %s" % (r["model"], r["ps"], r["workers"], "sync" if r["sync"] else "async")
 
@@ -234,9 +239,6 @@ def main():
                 rs_ = pp["p50"] / qs["p50_us"] if qs else None
                 prr = [r["result"]["vs_tcp_rr_p50"] for r in g["runs"] if "vs_tcp_rr_p50" in r["result"]]
                 pst = [r["result"]["vs_tcp_step_p50"] for r in g["runs"] if "vs_tcp_step_p50" in r["result"]]
-
-                def span(v):
-                    return "%.2f [%.2f..%.2f]" % (med(v), min(v), max(v)) if v else "-"
                 derived["transport"].append({"config": cfgname(c_), "push_bytes": c_["push_bytes_per_step"],
                                              "pull_bytes": c_["pull_bytes_per_step"], "pullpush_p50_us": pp["p50"],
                                              "tcp_rr_p50_us": q["p50_us"], "ratio": ratio,
@@ -244,8 +246,8 @@ def main():
                                              "ratio_step": rs_,
                                              "tcp_step_gap_us": qs.get("gap_us", 0) if qs else None,
                                              "paired_ratio": prr, "paired_ratio_step": pst,
-                                             "paired_ratio_median": med(prr) if prr else None,
-                                             "paired_ratio_step_median": med(pst) if pst else None})
+                                             "paired_ratio_median": med(prr),
+                                             "paired_ratio_step_median": med(pst)})
                 txt.append("%-24s %9d %9d %12.1f %11.1f %7.2f %13s %10s %20s %20s" % (
                     cfgname(c_), c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], q["p50_us"], ratio,
                     "%.1f" % qs["p50_us"] if qs else "-", "%.2f" % rs_ if qs else "-", span(prr), span(pst)))

@@ -268,11 +268,13 @@ def evaluate(a, info, t_start):
     return pts
 
 
-def tcp_ref(a, req, resp, label, mode="rr", gap_us=0, iters=None):
+def tcp_ref(a, req, resp, label, mode="rr", gap_us=0):
     js = os.path.join(a.out, "tcp_rr%s.%s.json" % ("" if mode == "rr" else "_" + mode, label))
-    r = subprocess.run([a.tcp_rr, "--req", str(req), "--resp", str(resp), "--mode", mode,
-                        "--iters", str(iters or a.rr_iters),
-                        "--gap-us", str(gap_us), "--json", js, "--label", label], capture_output=True, text=True)
+    # --budget-ms: a reference with a long gap (lstm's ~15 ms) ends after
+    # about 5 s instead of rr_iters samples
+    r = subprocess.run([a.tcp_rr, "--req", str(req), "--resp", str(resp), "--mode", mode, "--iters", str(a.rr_iters),
+                        "--gap-us", str(gap_us), "--budget-ms", "5000", "--json", js, "--label", label],
+                       capture_output=True, text=True)
     if r.returncode:
         raise Failed("tcp_rr: %s" % r.stderr.strip())
     return json.load(open(js))
@@ -384,8 +386,7 @@ def main():
                     pb, qb = info["push_bytes_per_step"], info["pull_bytes_per_step"]
                     gap = int(round(res["phases_us"]["compute_us"]["p50"]))
                     rr = attempt(tcp_ref, a, pb, qb, name)
-                    rs = attempt(tcp_ref, a, pb, qb, name, "step", gap,
-                                 min(a.rr_iters, max(200, int(5e6 / (gap + 300)))))
+                    rs = attempt(tcp_ref, a, pb, qb, name, "step", gap)
                     if rr:
                         results["tcp_rr"].setdefault(key, rr)
                         res["tcp_rr"] = rr

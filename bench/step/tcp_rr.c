@@ -1,7 +1,7 @@
 /* tcp_rr: the plain TCP reference for a training step's transport cost.
  *
  *   tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--iters N] [--warmup N]
- *          [--warmup-ms MS] [--gap-us US] [--json FILE] [--label TEXT]
+ *          [--warmup-ms MS] [--gap-us US] [--budget-ms MS] [--json FILE] [--label TEXT]
  *
  * Forks a server on 127.0.0.1 (port picked by the kernel) and measures, from
  * the client, the ROUND TRIP of one blocking request/response: the client
@@ -23,6 +23,9 @@
  * timed: the step's compute phase, during which a worker sends nothing
  * (default 0: samples back to back).  What an idle gap does to the next
  * push and pull on this machine is what it measures against rdmaps.
+ * --budget-ms MS: the measured samples end after --iters samples or, once
+ * 20 are in, after MS ms, whichever comes first (default 0: no time bound);
+ * the count taken is in the output.  It bounds a run whose gap is long.
  * TCP_NODELAY on both sides, no pinning (like the rdmaps tasks it is compared
  * with).  Warm-up: --warmup requests (default 50) or --warmup-ms (default
  * 200), whichever ends first; those samples are dropped and counted in the
@@ -130,12 +133,12 @@ static int parse_long(const char *name, const char *s, long lo, long hi, long *o
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--iters N] [--warmup N]\n"
-		   "              [--warmup-ms MS] [--gap-us US] [--json FILE] [--label TEXT]\n");
+		   "              [--warmup-ms MS] [--gap-us US] [--budget-ms MS] [--json FILE] [--label TEXT]\n");
 }
 
 int main(int argc, char **argv)
 {
-	long req = -1, resp = -1, iters = 2000, warm = 50, warm_ms = 200, gap_us = 0;
+	long req = -1, resp = -1, iters = 2000, warm = 50, warm_ms = 200, gap_us = 0, budget_ms = 0;
 	const char *json = NULL, *label = "";
 	int step = 0;
 
@@ -157,6 +160,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--warmup")) { if (parse_long(a, v, 0, 100000000, &warm)) return 2; }
 		else if (!strcmp(a, "--warmup-ms")) { if (parse_long(a, v, 0, 3600000, &warm_ms)) return 2; }
 		else if (!strcmp(a, "--gap-us")) { if (parse_long(a, v, 0, 10000000, &gap_us)) return 2; }
+		else if (!strcmp(a, "--budget-ms")) { if (parse_long(a, v, 0, 3600000, &budget_ms)) return 2; }
 		else if (!strcmp(a, "--json")) json = v;
 		else if (!strcmp(a, "--label")) label = v;
 		else if (!strcmp(a, "--mode")) {
@@ -227,12 +231,15 @@ int main(int argc, char **argv)
 			goto io_err;
 		gap(gap_us);
 	}
-	for (long k = 0; k < iters; k++) {
+	double bend = now_us() + budget_ms * 1e3;
+	long k = 0;
+	for (; k < iters && (!budget_ms || k < 20 || now_us() < bend); k++) {
 		if (sample(fd, step, qb, (size_t)req, rb, (size_t)resp, &sp[k], &spl[k]))
 			goto io_err;
 		s[k] = step ? sp[k] + spl[k] : spl[k];
 		gap(gap_us);
 	}
+	iters = k; /* the samples taken */
 	close(fd);
 	int st;
 	waitpid(pid, &st, 0);
@@ -267,10 +274,10 @@ int main(int argc, char **argv)
 		}
 		fprintf(f,
 			"{\"bench\":\"tcp_rr\",\"label\":\"%s\",\"mode\":\"%s\",\"round_trip\":true,\"req_bytes\":%ld,"
-			"\"resp_bytes\":%ld,\"gap_us\":%ld,\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,"
+			"\"resp_bytes\":%ld,\"gap_us\":%ld,\"budget_ms\":%ld,\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,"
 			"\"avg_us\":%.3f,\"stdev_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,"
 			"\"push_p50_us\":%.3f,\"pull_p50_us\":%.3f}\n",
-			label, step ? "step" : "rr", req, resp, gap_us, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd,
+			label, step ? "step" : "rr", req, resp, gap_us, budget_ms, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd,
 			pct(s, iters, 0.99), pct(s, iters, 0.999), s[iters - 1], pct(sp, iters, 0.5), pct(spl, iters, 0.5));
 		fclose(f);
 	}

@@ -156,11 +156,12 @@ rr=$(cd "$(dirname "$bin")/../.." 2>/dev/null && pwd)/bench/step/tcp_rr
 if [ -n "$n" ] && [ -x "$rr" ]; then
 	pull_b=$((4 * n + 8)); push_b=$((4 * n + 72))
 	# the step-shaped reference idles between its steps as long as the
-	# W=1 sync run computed (its compute p50), as a worker does
+	# W=1 sync run computed (its compute p50, 0.2-1.2 s under TCG), as a
+	# worker does; --budget-ms keeps it to about 30 s (at least 20 samples)
 	gap=$(p50of "w1_sync_${transports%% *}" compute); gap=${gap%.*}; gap=${gap:-0}
 	echo "== vm_steps: plain TCP references in this VM: tcp_rr --req $push_b --resp $pull_b (rr, then --mode step --gap-us $gap)"
 	rrp=$("$rr" --req "$push_b" --resp "$pull_b" --iters 300 --warmup 20 | awk 'NF == 10 && $1 ~ /^[0-9]+$/ { print $5 }')
-	stp=$("$rr" --req "$push_b" --resp "$pull_b" --mode step --iters 300 --warmup 20 --gap-us "$gap" | awk 'NF == 10 && $1 ~ /^[0-9]+$/ { print $5 }')
+	stp=$("$rr" --req "$push_b" --resp "$pull_b" --mode step --iters 300 --warmup 20 --gap-us "$gap" --budget-ms 30000 | awk 'NF == 10 && $1 ~ /^[0-9]+$/ { print $5 }')
 	echo "TCP-RR-P50 rr=$rrp step=$stp step_gap_us=$gap (us, 127.0.0.1 in the VM)"
 	for cfg in w1_sync w2_sync w2_async; do
 		for tr in $transports; do
