@@ -9,10 +9,13 @@
 # into OUT/b<round> (default 3 rounds).  Then bench/step/ab_report.py OUT
 # prints, per configuration and build, the median over rounds of the phase
 # p50s, the pull+push / tcp_rr ratio and the steady-window rates.
+# AB_FLAGS_A / AB_FLAGS_B (environment, space-separated): extra rdmaps flags
+# for A's / B's runs (step_bench --rdmaps_flag), e.g. one build with and
+# without a flag: AB_FLAGS_B=--ps_spin_us=300 ab.sh OUT build build GRID
 # Exit: 0, 1 when a step_bench run failed (its output is kept), 2 bad usage.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
-[ $# -ge 4 ] || { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 out=$1; a=$2; b=$3; grid=$4; rounds=${5:-3}; data=${6:-$here/data/mnist}
 case $rounds in ''|*[!0-9]*|0) echo "ab.sh: ROUNDS must be a positive integer" >&2; exit 2;; esac
 for d in "$a" "$b"; do
@@ -22,9 +25,12 @@ mkdir -p "$out" || exit 2
 fail=0
 for r in $(seq 1 "$rounds"); do
 	for v in a b; do
-		bd=$a; [ $v = b ] && bd=$b
+		bd=$a; fl=${AB_FLAGS_A:-}
+		[ $v = b ] && { bd=$b; fl=${AB_FLAGS_B:-}; }
+		extra=()
+		for f in $fl; do extra+=("--rdmaps_flag=$f"); done
 		python3 "$here/bench/step/step_bench.py" --build "$bd" --data_dir "$data" --out "$out/$v$r" \
-			--only anatomy --grid "$grid" >"$out/$v$r.log" 2>&1 || { echo "ab.sh: $out/$v$r failed (see $out/$v$r.log)"; fail=1; }
+			--only anatomy --grid "$grid" "${extra[@]}" >"$out/$v$r.log" 2>&1 || { echo "ab.sh: $out/$v$r failed (see $out/$v$r.log)"; fail=1; }
 	done
 done
 python3 "$here/bench/step/ab_report.py" "$out"
