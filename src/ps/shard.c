@@ -113,6 +113,10 @@ static void release(struct shard *s, int i)
 	}
 	if (rc)
 		RDMAPS_WARN("release of worker %d failed: %s", i, rdmaps_strerror(rc));
+	else if (s->j->ps_spin_us > 0)
+		/* --ps_spin_us: its pull comes next; the first READ request is
+		 * enough (the others are posted right behind it) */
+		rt_ctx_expect_reads(s->ctx, 1, s->j->ps_spin_us);
 	/* reap: unsignaled writes complete only when they failed */
 	int got;
 	while ((got = rt_poll(s->conns[i], c, 8, 0)) > 0)

@@ -363,6 +363,15 @@ int rt_ctx_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us)
 	return ctx->ops->wait_target(ctx, seen, timeout_us);
 }
 
+int rt_ctx_expect_reads(struct rt_ctx *ctx, int n, int budget_us)
+{
+	if (!ctx || !ctx->ops)
+		return RDMAPS_E_INVAL;
+	if (n > 0 && budget_us > 0 && ctx->ops->expect_reads)
+		ctx->ops->expect_reads(ctx, n, budget_us);
+	return RDMAPS_OK;
+}
+
 const struct rt_hello *rt_conn_hello(const struct rt_conn *c)
 {
 	return c ? &c->peer_hello : NULL;

@@ -272,6 +272,19 @@ unsigned rt_ctx_caps(const struct rt_ctx *ctx);
 uint32_t rt_ctx_target_events(const struct rt_ctx *ctx);
 int rt_ctx_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
 
+/* Expected READs, a latency hint (any thread, no allocation, no lock): n
+ * READ requests from peers are about to arrive at this context, e.g. from
+ * workers that were just released and will pull.  TCP: the progress thread
+ * is woken now, so that its wake-up overlaps the peers' own instead of
+ * following their request, and it busy-polls its sockets until n more READ
+ * requests arrived or budget_us passed, whichever comes first; then it
+ * sleeps again.  Calls while it polls add to n and move the deadline.  It
+ * costs a core for up to budget_us: worth it only where the progress
+ * thread has a core of its own.  Verbs: nothing to do (the NIC serves
+ * READs without a CPU).  n <= 0 or budget_us <= 0: nothing.
+ * RDMAPS_OK, or RDMAPS_E_INVAL for NULL. */
+int rt_ctx_expect_reads(struct rt_ctx *ctx, int n, int budget_us);
+
 /* Last error text on this connection (peer-supplied detail for TCP). */
 const char *rt_conn_errmsg(const struct rt_conn *c);
 

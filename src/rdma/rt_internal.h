@@ -85,6 +85,8 @@ struct rt_ops {
 	/* RT_CAP_TARGET_WAKE only (else NULL) */
 	uint32_t (*target_events)(const struct rt_ctx *ctx);
 	int (*wait_target)(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
+	/* rt_ctx_expect_reads; NULL = nothing to do (verbs) */
+	void (*expect_reads)(struct rt_ctx *ctx, int n, int budget_us);
 };
 
 extern const struct rt_ops rt_tcp_ops;

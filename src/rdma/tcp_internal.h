@@ -167,6 +167,10 @@ struct tcp_ctx {
 	uint32_t events;
 	int waiters;              /* threads in tcp_wait_target */
 	unsigned ev_mask;         /* RT_EV_* that count (cfg.target_events, 0 = all) */
+	/* rt_ctx_expect_reads (__atomic): READ requests still expected, and
+	 * until when (rt_now_us) the thread busy-polls for them */
+	int hot_left;
+	uint64_t hot_until;
 	uint8_t scratch[65536];   /* discarded payloads */
 };
 
@@ -175,5 +179,6 @@ void tcp_serve_remove(struct rt_ctx *ctx, struct tcp_srv *srv);
 void tcp_serve_stop(struct rt_ctx *ctx);
 uint32_t tcp_target_events(const struct rt_ctx *ctx);
 int tcp_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
+void tcp_expect_reads(struct rt_ctx *ctx, int n, int budget_us);
 
 #endif

@@ -12,7 +12,10 @@
  * watched for EPOLLOUT only (back-pressure on that peer, others go on).
  * The thread's loop takes no lock: connection removal is a dead flag plus a
  * wait for the batch in progress (tc->batch), and freed sockets go through
- * a lock-free graveyard (tcp_serve_remove). */
+ * a lock-free graveyard (tcp_serve_remove).
+ * It sleeps in epoll_wait, except after rt_ctx_expect_reads: then it polls
+ * (epoll_wait with timeout 0) until the expected READs came or the budget
+ * ran out. */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -49,6 +52,42 @@ uint32_t tcp_target_events(const struct rt_ctx *ctx)
 {
 	const struct tcp_ctx *tc = ctx->backend;
 	return __atomic_load_n(&tc->events, __ATOMIC_SEQ_CST);
+}
+
+/* ---- expected READs (rt_ctx_expect_reads) ------------------------------
+ * The caller (e.g. the ps right after it released its workers) moves the
+ * deadline, adds to hot_left, and kicks the eventfd if the thread was not
+ * polling already.  The thread polls while hot_left > 0 and the deadline
+ * has not passed, counts every READ request down, and zeroes hot_left
+ * when the deadline passed.  A hint lost in a race (added just as the
+ * thread zeroes it) only costs the wake-up it was meant to save. */
+void tcp_expect_reads(struct rt_ctx *ctx, int n, int budget_us)
+{
+	struct tcp_ctx *tc = ctx->backend;
+	uint64_t one = 1;
+	int was;
+
+	__atomic_store_n(&tc->hot_until, rt_now_us() + (uint64_t)budget_us, __ATOMIC_RELAXED);
+	was = __atomic_fetch_add(&tc->hot_left, n, __ATOMIC_RELEASE);
+	if (was <= 0 && write(tc->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		RDMAPS_WARN("tcp: write(eventfd) failed: %s", strerror(errno));
+}
+
+/* epoll_wait's timeout: 0 while expected READs are due, else 200 ms */
+static int serve_timeout(struct tcp_ctx *tc)
+{
+	if (__atomic_load_n(&tc->hot_left, __ATOMIC_ACQUIRE) <= 0)
+		return 200;
+	if (rt_now_us() < __atomic_load_n(&tc->hot_until, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&tc->hot_left, 0, __ATOMIC_RELAXED); /* budget spent */
+	return 200;
+}
+
+static void read_arrived(struct tcp_ctx *tc)
+{
+	if (__atomic_load_n(&tc->hot_left, __ATOMIC_RELAXED) > 0)
+		__atomic_fetch_sub(&tc->hot_left, 1, __ATOMIC_RELAXED);
 }
 
 int tcp_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us)
@@ -225,6 +264,7 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 	p = srv_check(s, &f);
 	switch (f.op) {
 	case RT_OP_READ:
+		read_arrived(tc);
 		if (!p)
 			return srv_reply(tc, s, &f, RDMAPS_E_REMOTE_ACCESS, NULL, 0, 0);
 		return srv_reply(tc, s, &f, 0, p, f.len, 0);
@@ -348,7 +388,7 @@ static void *serve_main(void *arg)
 		/* bounded: tc->stop is re-checked even if the eventfd wake-up was
 		 * lost (a failed write in tcp_serve_stop hung the ps at exit:
 		 * fault sweep, docs/hardening.md) */
-		n = epoll_wait(tc->epfd, ev, 64, 200);
+		n = epoll_wait(tc->epfd, ev, 64, serve_timeout(tc));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -363,8 +403,15 @@ static void *serve_main(void *arg)
 			struct tcp_srv *s = ev[i].data.ptr;
 			int rc = ST_OK;
 
-			if (!s || __atomic_load_n(&s->dead, __ATOMIC_SEQ_CST))
-				continue;   /* eventfd (stop) or already removed */
+			if (!s) { /* the eventfd: stop (checked above) or expected READs */
+				uint64_t x;
+
+				if (read(tc->evfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
+					RDMAPS_WARN("tcp: read(eventfd) failed: %s", strerror(errno));
+				continue;
+			}
+			if (__atomic_load_n(&s->dead, __ATOMIC_SEQ_CST))
+				continue;   /* already removed */
 			if (s->tx_busy) {
 				if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
 					rc = srv_tx(tc, s);

@@ -645,4 +645,5 @@ const struct rt_ops rt_tcp_ops = {
 	.flush = tcp_flush,
 	.target_events = tcp_target_events,
 	.wait_target = tcp_wait_target,
+	.expect_reads = tcp_expect_reads,
 };

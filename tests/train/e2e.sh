@@ -2,7 +2,7 @@
 # End-to-end training runs through `rdmaps launch` (POSIX sh: also runs under
 # busybox inside the SoftRoCE VM).
 # usage: e2e.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
-#   CASE: sync | async | backup | lstm | cli
+#   CASE: sync | async | backup | lstm | ps_spin | cli
 # Exit 0 pass, 1 fail, 77 skipped (no data, or no RDMA device for rdma).
 bin=$1; tr=$2; data=$3; case=$4
 out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
@@ -95,6 +95,31 @@ equiv)
 	timeout 120 "$eq" "$data" "$d1" 20 7 "$nw" ${7:+"$7"} || { rm -f "$d1"; fail "sync result differs from the single-process reference"; }
 	rm -f "$d1"
 	;;
+ps_spin)
+	# --ps_spin_us changes when the ps's progress thread looks for READs,
+	# never what it serves: sync with R = W and a fixed seed must give the
+	# same validation cross entropy with and without it, and an async run
+	# with it must train and count its steps like any other.
+	o0=${TMPDIR:-/tmp}/rdmaps-e2e-$$-nospin.log
+	timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --transport="$tr" \
+		--data_dir="$data" --train_steps=100 --log_every=50 --timeout=60 >"$o0" 2>&1 \
+		|| { cat "$o0" >"$out"; rm -f "$o0"; fail "launch without --ps_spin_us exited non-zero"; }
+	timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --transport="$tr" --ps_spin_us=300 \
+		--data_dir="$data" --train_steps=100 --log_every=50 --timeout=60 >"$out" 2>&1 \
+		|| { rm -f "$o0"; fail "launch with --ps_spin_us=300 exited non-zero"; }
+	check_ce 2000 2
+	a=$(grep "validation cross entropy = " "$o0" | sort); b=$(grep "validation cross entropy = " "$out" | sort)
+	rm -f "$o0"
+	[ -n "$a" ] && [ "$a" = "$b" ] || fail "sync results differ with --ps_spin_us=300: '$a' against '$b'"
+	grep -q "global step 100, 100 updates, 200 gradients accepted, 0 dropped" "$out" \
+		|| fail "ps summary with --ps_spin_us: expected 100 updates from 200 gradients"
+	echo "  sync, 100 steps: the same validation cross entropy with and without --ps_spin_us=300"
+	timeout 600 "$bin" launch --ps=1 --workers=2 --transport="$tr" --ps_spin_us=300 \
+		--data_dir="$data" --train_steps=200 --log_every=50 --timeout=60 >"$out" 2>&1 \
+		|| fail "async launch with --ps_spin_us=300 exited non-zero"
+	check_ce 5000 2
+	grep -q "global step 20[0-9], " "$out" || fail "async ps summary with --ps_spin_us: expected ~200 global steps"
+	;;
 lstm)
 	# The LSTM's initial prediction is near uniform: validation cross entropy
 	# about 5000 * ln(10) = 11513.  "Learns" = it falls by at least half.
@@ -137,10 +162,12 @@ cli)
 	[ $rc -eq 2 ] || fail "Slurm without --slurm_num_ps exited $rc, expected 2"
 	grep -q -- "--slurm_num_ps" "$out" || fail "Slurm without --slurm_num_ps: no hint at the flag"
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --tcp_spin_us=fast
+	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_spin_us=-1
+	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_spin_us=soon
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --logdir=
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
 	[ $? -eq 2 ] || fail "TF_CONFIG without workers must exit 2"
-	echo "  16 flag errors and a bad TF_CONFIG each exited 2 with a message"
+	echo "  20 flag errors, Slurm without --slurm_num_ps and a bad TF_CONFIG each exited 2 with a message"
 	# no ps listening: the worker retries until --timeout, says so once after
 	# 1 s (not once per attempt: about 6 attempts in 3 s), then gives up
 	# with exit 1

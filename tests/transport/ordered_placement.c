@@ -21,17 +21,15 @@
 #include <unistd.h>
 
 #include "rdma/rt.h"
+#include "two_ctx.h"
 
 #define LEN (1u << 20)
 #define ROUNDS 300
 #define TMO 10000
 
-static struct rt_listener *g_lst;
-static struct rt_conn *g_tconn;
 static uint8_t *g_region;
 static uint64_t *g_cnt;
 static long g_bad, g_seen;
-static int g_accept_rc;
 
 static struct rt_ctx *g_tctx;
 static int g_wake_rc = 1;
@@ -47,20 +45,6 @@ static void *waker_target(void *arg)
 }
 
 static uint8_t pat(size_t i, uint64_t k) { return (uint8_t)(i * 31u + k * 7u + (i >> 12)); }
-
-static void *acceptor(void *arg)
-{
-	(void)arg;
-	struct rt_request *req = NULL;
-	struct rt_grant g[2] = {
-		{ 0, g_region, LEN, RT_RIGHT_WRITE },
-		{ 1, g_cnt, 64, RT_RIGHT_ATOMIC },
-	};
-	g_accept_rc = rt_accept(g_lst, TMO, &req);
-	if (!g_accept_rc)
-		g_accept_rc = rt_accept_grant(&req, g, 2, &g_tconn);
-	return NULL;
-}
 
 /* The target CPU: sees the counter move, checks the region. */
 static void *checker(void *arg)
@@ -86,48 +70,29 @@ static void *checker(void *arg)
 
 int main(int argc, char **argv)
 {
-	enum rt_kind kind;
-	const char *addr = argc > 2 ? argv[2] : "127.0.0.1";
-	if (argc < 2 || rt_kind_parse(argv[1], &kind) || kind == RT_AUTO) {
-		fprintf(stderr, "usage: ordered_placement tcp|rdma [address]\n");
-		return 2;
-	}
-	if (argc <= 2 && kind == RT_RDMA && getenv("RDMAPS_RDMA_ADDR") && *getenv("RDMAPS_RDMA_ADDR"))
-		addr = getenv("RDMAPS_RDMA_ADDR"); /* as transport_suite */
-	struct rt_ctx_cfg cfg = { .kind = kind, .bind_host = addr, .timeout_ms = TMO, .numa_node = -1 };
-	struct rt_ctx *tctx = NULL, *cctx = NULL;
-	int rc = rt_ctx_new(&cfg, &tctx);
+	struct two_ctx t;
+	int rc = two_ctx_open(argc, argv, "ordered_placement", TMO, &t);
+	if (rc)
+		return rc;
+	struct rt_ctx *tctx = t.tctx, *cctx = t.cctx;
 	g_tctx = tctx;
-	if (rc == RDMAPS_E_NODEV) {
-		printf("SKIP: no RDMA device\n");
-		return 77;
-	}
-	if (rc || (rc = rt_ctx_new(&cfg, &cctx))) {
-		fprintf(stderr, "rt_ctx_new: %s\n", rdmaps_strerror(rc));
-		return 2;
-	}
 	g_region = rt_alloc(tctx, LEN);
 	g_cnt = rt_alloc(tctx, 64);
 	uint8_t *src = rt_alloc(cctx, LEN);
 	uint64_t *res = rt_alloc(cctx, 64);
-	if (!g_region || !g_cnt || !src || !res || (rc = rt_listen(tctx, addr, 0, &g_lst))) {
-		fprintf(stderr, "set-up failed: %s\n", rdmaps_strerror(rc));
+	if (!g_region || !g_cnt || !src || !res) {
+		fprintf(stderr, "rt_alloc failed\n");
 		return 2;
 	}
-	pthread_t at, ct;
-	pthread_create(&at, NULL, acceptor, NULL);
-	struct rt_hello h = { .role = 1, .index = 0, .layout_hash = 1 };
+	struct rt_grant tg[2] = { { 0, g_region, LEN, RT_RIGHT_WRITE }, { 1, g_cnt, 64, RT_RIGHT_ATOMIC } };
 	struct rt_grant g[2] = { { 0, src, LEN, RT_RIGHT_NONE }, { 1, res, 64, RT_RIGHT_NONE } };
-	struct rt_conn *c = NULL;
-	rc = rt_connect(cctx, addr, rt_listener_port(g_lst), &h, g, 2, TMO, &c);
-	pthread_join(at, NULL);
-	if (rc || g_accept_rc) {
-		fprintf(stderr, "connect: %s / accept: %s\n", rdmaps_strerror(rc), rdmaps_strerror(g_accept_rc));
-		return 2;
-	}
+	if ((rc = two_ctx_connect(&t, tg, 2, g, 2)))
+		return rc;
+	struct rt_conn *c = t.c;
+	pthread_t ct;
 	int ret = 0;
 	if (!(rt_conn_caps(c) & RT_CAP_ORDERED_PLACEMENT)) {
-		printf("SKIP: the %s backend does not claim RT_CAP_ORDERED_PLACEMENT\n", rt_kind_name(kind));
+		printf("SKIP: the %s backend does not claim RT_CAP_ORDERED_PLACEMENT\n", rt_kind_name(t.kind));
 		ret = 77;
 		goto out;
 	}
@@ -188,14 +153,11 @@ int main(int argc, char **argv)
 		}
 	}
 out:
-	rt_conn_delete(&c);
-	rt_conn_delete(&g_tconn);
-	rt_listener_delete(&g_lst);
+	two_ctx_disconnect(&t);
 	rt_free(tctx, g_region, LEN);
 	rt_free(tctx, g_cnt, 64);
 	rt_free(cctx, src, LEN);
 	rt_free(cctx, res, 64);
-	rt_ctx_delete(&cctx);
-	rt_ctx_delete(&tctx);
+	two_ctx_close(&t);
 	return ret;
 }

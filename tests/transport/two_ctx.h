@@ -1,0 +1,110 @@
+/* two_ctx.h: the set-up shared by the one-process transport tests
+ * (ordered_placement, expect_reads): a target context and a client
+ * context of the backend named on the command line, one connection
+ * between them.  Header-only, test code.
+ *
+ *   struct two_ctx t;
+ *   int rc = two_ctx_open(argc, argv, "prog", TMO, &t);  // 0, 77 (no device), 2 (usage/set-up)
+ *   ... rt_alloc(t.tctx / t.cctx, ...) ...
+ *   rc = two_ctx_connect(&t, target_grants, n, client_grants, m);  // 0 or 2
+ *   ... t.c (client side), t.tconn (target side) ...
+ *   two_ctx_disconnect(&t);   // conns and listener
+ *   ... rt_free the regions ...
+ *   two_ctx_close(&t);        // contexts
+ */
+#ifndef RDMAPS_TESTS_TWO_CTX_H
+#define RDMAPS_TESTS_TWO_CTX_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rdma/rt.h"
+
+struct two_ctx {
+	enum rt_kind kind;
+	const char *addr;
+	int tmo_ms;
+	struct rt_ctx *tctx, *cctx;
+	struct rt_listener *lst;
+	struct rt_conn *c, *tconn;
+	/* the acceptor thread's view */
+	const struct rt_grant *tg;
+	int ntg, accept_rc;
+};
+
+/* argv: PROG tcp|rdma [address]; the rdma address defaults to
+ * $RDMAPS_RDMA_ADDR (as transport_suite), else 127.0.0.1. */
+static inline int two_ctx_open(int argc, char **argv, const char *prog, int tmo_ms, struct two_ctx *t)
+{
+	*t = (struct two_ctx){ .addr = argc > 2 ? argv[2] : "127.0.0.1", .tmo_ms = tmo_ms };
+	if (argc < 2 || rt_kind_parse(argv[1], &t->kind) || t->kind == RT_AUTO) {
+		fprintf(stderr, "usage: %s tcp|rdma [address]\n", prog);
+		return 2;
+	}
+	if (argc <= 2 && t->kind == RT_RDMA && getenv("RDMAPS_RDMA_ADDR") && *getenv("RDMAPS_RDMA_ADDR"))
+		t->addr = getenv("RDMAPS_RDMA_ADDR");
+	struct rt_ctx_cfg cfg = { .kind = t->kind, .bind_host = t->addr, .timeout_ms = tmo_ms, .numa_node = -1 };
+	int rc = rt_ctx_new(&cfg, &t->tctx);
+	if (rc == RDMAPS_E_NODEV) {
+		printf("SKIP: no RDMA device\n");
+		return 77;
+	}
+	if (rc || (rc = rt_ctx_new(&cfg, &t->cctx))) {
+		fprintf(stderr, "rt_ctx_new: %s\n", rdmaps_strerror(rc));
+		return 2;
+	}
+	return 0;
+}
+
+static inline void *two_ctx_acceptor_(void *arg)
+{
+	struct two_ctx *t = arg;
+	struct rt_request *req = NULL;
+
+	t->accept_rc = rt_accept(t->lst, t->tmo_ms, &req);
+	if (!t->accept_rc)
+		t->accept_rc = rt_accept_grant(&req, t->tg, t->ntg, &t->tconn);
+	return NULL;
+}
+
+/* Listen on the target, connect the client (role 1, index 0), accept with
+ * the target's grants.  0, or 2 after printing what failed. */
+static inline int two_ctx_connect(struct two_ctx *t, const struct rt_grant *tg, int ntg,
+				  const struct rt_grant *cg, int ncg)
+{
+	struct rt_hello h = { .role = 1, .index = 0, .layout_hash = 1 };
+	pthread_t at;
+	int rc = rt_listen(t->tctx, t->addr, 0, &t->lst);
+
+	if (rc) {
+		fprintf(stderr, "rt_listen: %s\n", rdmaps_strerror(rc));
+		return 2;
+	}
+	t->tg = tg;
+	t->ntg = ntg;
+	pthread_create(&at, NULL, two_ctx_acceptor_, t);
+	rc = rt_connect(t->cctx, t->addr, rt_listener_port(t->lst), &h, cg, ncg, t->tmo_ms, &t->c);
+	pthread_join(at, NULL);
+	if (rc || t->accept_rc) {
+		fprintf(stderr, "connect: %s / accept: %s\n", rdmaps_strerror(rc), rdmaps_strerror(t->accept_rc));
+		return 2;
+	}
+	return 0;
+}
+
+static inline void two_ctx_disconnect(struct two_ctx *t)
+{
+	rt_conn_delete(&t->c);
+	rt_conn_delete(&t->tconn);
+	rt_listener_delete(&t->lst);
+}
+
+static inline void two_ctx_close(struct two_ctx *t)
+{
+	two_ctx_disconnect(t);
+	rt_ctx_delete(&t->cctx);
+	rt_ctx_delete(&t->tctx);
+}
+
+#endif
