@@ -161,8 +161,9 @@ if [ -n "$n" ] && [ -x "$rr" ]; then
 	gap=$(p50of "w1_sync_${transports%% *}" compute); gap=${gap%.*}; gap=${gap:-0}
 	echo "== vm_steps: plain TCP references in this VM: tcp_rr --req $push_b --resp $pull_b (rr, then --mode step --gap-us $gap)"
 	rrp=$("$rr" --req "$push_b" --resp "$pull_b" --iters 300 --warmup 20 | awk 'NF == 10 && $1 ~ /^[0-9]+$/ { print $5 }')
-	stp=$("$rr" --req "$push_b" --resp "$pull_b" --mode step --iters 300 --warmup 20 --gap-us "$gap" --budget-ms 30000 | awk 'NF == 10 && $1 ~ /^[0-9]+$/ { print $5 }')
-	echo "TCP-RR-P50 rr=$rrp step=$stp step_gap_us=$gap (us, 127.0.0.1 in the VM)"
+	sto=$("$rr" --req "$push_b" --resp "$pull_b" --mode step --iters 300 --warmup 20 --gap-us "$gap" --budget-ms 30000 | awk 'NF == 10 && $1 ~ /^[0-9]+$/ { print $5, $3 }')
+	stp=${sto%% *}; stn=${sto#* }
+	echo "TCP-RR-P50 rr=$rrp step=$stp step_gap_us=$gap step_samples=$stn (us, 127.0.0.1 in the VM)"
 	for cfg in w1_sync w2_sync w2_async; do
 		for tr in $transports; do
 			pp=$(p50of "${cfg}_$tr" pullpush)
