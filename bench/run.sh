@@ -55,6 +55,7 @@ fail=()
 echo "bench/run.sh: ${quick:+quick, }results in $out"
 { echo "host: $(uname -srm), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')";
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)";
+  echo "tcp congestion control (system default, used by every task and reference): $(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)";
   echo "commit: $(git -C "$here" rev-parse --short HEAD 2>/dev/null) $(git -C "$here" status --porcelain 2>/dev/null | grep -q . && echo '(dirty)')";
   echo "started: $(date -u +%Y-%m-%dT%H:%M:%SZ)"; } >"$out/machine.txt"
 cat "$out/machine.txt"

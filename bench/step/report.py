@@ -212,6 +212,8 @@ def main():
                        "then an untimed idle gap as long as the first run's compute p50, gap_us)")
             txt.append("   paired_* = each run's pull+push p50 over the references measured right after it, "
                        "median [min..max] over the configuration's runs")
+            ccs = sorted({q.get("congestion", "not recorded") for q in list(rr.values()) + list(rst.values())})
+            txt.append("   TCP congestion control (the system default; neither side sets one): %s" % ", ".join(ccs))
             txt.append("%-24s %9s %9s %12s %11s %7s %13s %10s %20s %20s" % (
                 "config", "push_B", "pull_B", "pullpush_p50", "tcp_rr_p50", "ratio", "tcp_step_p50", "ratio_step",
                 "paired_rr", "paired_step"))
@@ -226,7 +228,9 @@ def main():
                       "as its gap. The `tcp_rr` and step columns are the first run's references and the pooled "
                       "pull+push over them; `paired` is each run's pull+push p50 over its own references, median "
                       "[min..max] over the configuration's runs: the figure that judges the target, since the "
-                      "machine drifts between runs.\n")
+                      "machine drifts between runs. TCP congestion control of the references, the system "
+                      "default that the rdmaps tasks get too (neither sets one; bbr against cubic moves the plain-TCP "
+                      "pull by up to 2x on this machine): %s.\n" % ", ".join(ccs))
             md.append("| config | push bytes | pull bytes | pull+push p50 | pull+push p99 | tcp_rr p50 | tcp_rr p99 | ratio p50 "
                       "| tcp_rr step p50 (push / pull) | ratio to step p50 | paired ratio to tcp_rr | paired ratio to step |")
             md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -224,6 +224,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* the system's default congestion control, which both this reference and
+	 * the rdmaps tasks get (neither sets one): it moves the pull by up to 2x
+	 * here (bbr against cubic, docs/benchmarks.md), so it is reported */
+	char cc[32] = "unknown";
+	socklen_t ccl = sizeof(cc) - 1;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &ccl) == 0)
+		cc[ccl < sizeof(cc) ? ccl : sizeof(cc) - 1] = '\0';
+	else
+		snprintf(cc, sizeof(cc), "unknown");
+	cc[strcspn(cc, "\"\\")] = '\0'; /* it goes into JSON */
 	long dropped = 0;
 	double wend = now_us() + warm_ms * 1e3;
 	for (; dropped < warm && now_us() < wend; dropped++) {
@@ -257,11 +267,13 @@ int main(int argc, char **argv)
 	if (step)
 		printf("# tcp_rr --mode step: plain TCP in the shape of a one-sided step on 127.0.0.1 (us): "
 		       "push (send of req bytes, no answer waited for) + pull (ROUND TRIP: 8-byte request, resp "
-		       "bytes back); the release in between is not timed; %ld us idle gap after each step; warm-up dropped %ld steps\n"
-		       "# push p50 %.2f, pull p50 %.2f\n", gap_us, dropped, pct(sp, iters, 0.5), pct(spl, iters, 0.5));
+		       "bytes back); the release in between is not timed; %ld us idle gap after each step; warm-up dropped %ld steps; "
+		       "congestion control %s\n"
+		       "# push p50 %.2f, pull p50 %.2f\n", gap_us, dropped, cc, pct(sp, iters, 0.5), pct(spl, iters, 0.5));
 	else
 		printf("# tcp_rr: plain TCP request/response on 127.0.0.1, ROUND TRIP per request (us); "
-		       "%ld us idle gap after each request; warm-up dropped %ld requests\n", gap_us, dropped);
+		       "%ld us idle gap after each request; warm-up dropped %ld requests; congestion control %s\n",
+		       gap_us, dropped, cc);
 	printf("%-10s %-10s %8s %9s %9s %9s %9s %9s %9s %9s\n", "req_B", "resp_B", "iters", "min", "p50", "avg",
 	       "stdev", "p99", "p99.9", "max");
 	printf("%-10ld %-10ld %8ld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", req, resp, iters, s[0],
@@ -276,9 +288,9 @@ int main(int argc, char **argv)
 			"{\"bench\":\"tcp_rr\",\"label\":\"%s\",\"mode\":\"%s\",\"round_trip\":true,\"req_bytes\":%ld,"
 			"\"resp_bytes\":%ld,\"gap_us\":%ld,\"budget_ms\":%ld,\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,"
 			"\"avg_us\":%.3f,\"stdev_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,"
-			"\"push_p50_us\":%.3f,\"pull_p50_us\":%.3f}\n",
+			"\"push_p50_us\":%.3f,\"pull_p50_us\":%.3f,\"congestion\":\"%s\"}\n",
 			label, step ? "step" : "rr", req, resp, gap_us, budget_ms, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd,
-			pct(s, iters, 0.99), pct(s, iters, 0.999), s[iters - 1], pct(sp, iters, 0.5), pct(spl, iters, 0.5));
+			pct(s, iters, 0.99), pct(s, iters, 0.999), s[iters - 1], pct(sp, iters, 0.5), pct(spl, iters, 0.5), cc);
 		fclose(f);
 	}
 	free(qb); free(rb); free(s); free(sp); free(spl);
