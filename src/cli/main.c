@@ -1,7 +1,8 @@
 /* rdmaps: the command line.  `rdmaps train ...` (one process), `rdmaps launch
- * ...` (a local cluster), otherwise a ps or worker task with TensorFlow's
+ * ...` (a local cluster), `rdmaps ports N` (free ports for scripts), otherwise a ps or worker task with TensorFlow's
  * flags.  The protocol is in src/ps/shard.c, src/worker/worker.c and
  * docs/protocol.md. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "cli/cluster.h"
 #include "cli/job.h"
+#include "cli/ports.h"
 #include "kernels/train.h"
 
 static void usage(FILE *f)
@@ -18,6 +20,7 @@ static void usage(FILE *f)
 		"usage: rdmaps --job_name=ps|worker --task_index=N --ps_hosts=H:P[,..] --worker_hosts=H:P[,..] [training flags]\n"
 		"       rdmaps launch --ps=P --workers=W [training flags]\n"
 		"       rdmaps train --model=mlp|lstm --data_dir=DIR [--epochs=N ...]\n"
+		"       rdmaps ports N [IPV4]   (N distinct free ports on IPV4, default 127.0.0.1, as launch picks them)\n"
 		"training flags: --sync_replicas[=True|False] --replicas_to_aggregate=R --train_steps=200\n"
 		"  --batch_size=100 --learning_rate=0.01 --hidden_units=100 --model=mlp|lstm --data_dir=DIR\n"
 		"  --transport=auto|rdma|tcp --seed=S --log_every=N --metrics=FILE --timeout=SECS\n"
@@ -310,6 +313,41 @@ static void job_free(struct rdmaps_job *j)
 	j->ps_hosts = j->worker_hosts = NULL;
 }
 
+/* `rdmaps ports N [IPV4]`: N distinct ports free on IPV4 now, picked as
+ * `rdmaps launch` picks its tasks' ports (below the ephemeral range), one
+ * line, space-separated; for scripts that start tasks by hand (the kill
+ * tests).  Exit 2 on bad arguments, 1 when no ports could be found. */
+static int ports_main(int argc, char **argv)
+{
+	const char *host = argc > 2 ? argv[2] : "127.0.0.1";
+	struct in_addr a;
+	int ports[64];
+	long n;
+	char *end;
+
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "rdmaps: usage: rdmaps ports N [IPV4]\n");
+		return 2;
+	}
+	errno = 0;
+	n = strtol(argv[1], &end, 10);
+	if (errno || end == argv[1] || *end || n < 1 || n > 64) {
+		fprintf(stderr, "rdmaps: ports: N must be an integer from 1 to 64, got '%s'\n", argv[1]);
+		return 2;
+	}
+	if (inet_pton(AF_INET, host, &a) != 1) {
+		fprintf(stderr, "rdmaps: ports: '%s' is not an IPv4 address\n", host);
+		return 2;
+	}
+	if (rdmaps_pick_ports(host, (int)n, ports)) {
+		fprintf(stderr, "rdmaps: ports: could not find %ld free ports on %s\n", n, host);
+		return 1;
+	}
+	for (long k = 0; k < n; k++)
+		printf("%d%c", ports[k], k + 1 < n ? ' ' : '\n');
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdmaps_job j;
@@ -317,6 +355,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "train"))
 		return rdm_train_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "ports"))
+		return ports_main(argc - 1, argv + 1);
 	rdmaps_job_defaults(&j);
 	if (argc > 1 && !strcmp(argv[1], "launch")) {
 		rc = parse_flags(argc - 1, argv + 1, &j, 1);

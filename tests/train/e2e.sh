@@ -165,9 +165,15 @@ cli)
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_spin_us=-1
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_spin_us=soon
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --logdir=
+	expect2 ports 0
+	expect2 ports many
+	expect2 ports 2 not-an-address
+	got=$("$bin" ports 5) || fail "'rdmaps ports 5' exited non-zero"
+	echo "$got" | grep -qE '^[0-9]+( [0-9]+){4}$' || fail "'rdmaps ports 5' printed '$got', expected 5 ports"
+	[ "$(echo "$got" | tr ' ' '\n' | sort -u | wc -l)" -eq 5 ] || fail "'rdmaps ports 5' repeated a port: $got"
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
 	[ $? -eq 2 ] || fail "TF_CONFIG without workers must exit 2"
-	echo "  20 flag errors, Slurm without --slurm_num_ps and a bad TF_CONFIG each exited 2 with a message"
+	echo "  23 flag and argument errors, 5 distinct ports from rdmaps ports, Slurm without --slurm_num_ps and a bad TF_CONFIG each exited 2 with a message"
 	# no ps listening: the worker retries until --timeout, says so once after
 	# 1 s (not once per attempt: about 6 attempts in 3 s), then gives up
 	# with exit 1

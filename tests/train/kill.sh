@@ -52,28 +52,12 @@ trap cleanup EXIT
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 . "$(dirname "$0")/lib.sh"
 
-# n distinct free loopback ports, below the ephemeral range as `rdmaps
-# launch` picks them (src/cli/ports.c): a restarted task binds its port again,
-# and a port inside that range can meanwhile be taken as the local port of a
-# worker's connect retry
+# n distinct free loopback ports, below the ephemeral range, as `rdmaps
+# launch` picks them (`rdmaps ports`, src/cli/ports.c): a restarted task
+# binds its port again, and a port inside that range can meanwhile be taken
+# as the local port of a worker's connect retry
 free_ports() {
-	python3 -c '
-import random, socket, sys
-lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-base, got = max(1024, lo - 16384), []
-while len(got) < int(sys.argv[1]):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        s.bind(("127.0.0.1", random.randrange(base, lo) if lo - base >= 1024 else 0))
-        s.listen(1)
-        p = s.getsockname()[1]
-        if p not in got:
-            got.append(p)
-    except OSError:
-        pass
-    s.close()
-print(" ".join(map(str, got)))' "$1"
+	"$bin" ports "$1"
 }
 
 # wait_exit NAME SECS: wait for the task to exit; its status in $st
