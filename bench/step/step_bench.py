@@ -48,12 +48,26 @@ WARM_S = 0.2
 PHASES = ("wait_us", "pull_us", "compute_us", "push_us")
 
 
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+def free_ports(a, n):
+    """n distinct free ports on 127.0.0.1, picked as `rdmaps launch` picks
+    them (`rdmaps ports`: below the ephemeral range, so that no connect()
+    on the machine takes one as its local port before the ps binds it)"""
+    r = subprocess.run([a.rdmaps, "ports", str(n)], capture_output=True, text=True)
+    if r.returncode == 0:
+        return [int(x) for x in r.stdout.split()]
+    # a build from before `rdmaps ports` (bench/step/ab.sh compares old
+    # builds): ports the kernel picks, held open together so they differ
+    socks, got = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+            got.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return got
 
 
 def pct(sorted_v, p):
@@ -90,8 +104,9 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
                 strag_task=0, snap_every=0, seed=1):
     d = os.path.join(a.out, "runs", name)
     os.makedirs(d, exist_ok=True)
-    ps = ",".join("127.0.0.1:%d" % free_port() for _ in range(P))
-    wk = ",".join("127.0.0.1:%d" % free_port() for _ in range(W))
+    ports = free_ports(a, P + W)
+    ps = ",".join("127.0.0.1:%d" % p for p in ports[:P])
+    wk = ",".join("127.0.0.1:%d" % p for p in ports[P:])
     common = ["--ps_hosts=" + ps, "--worker_hosts=" + wk, "--model=" + model,
               "--train_steps=%d" % steps, "--data_dir=" + a.data_dir,
               "--transport=" + a.transport, "--seed=%d" % seed,
