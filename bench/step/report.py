@@ -229,8 +229,8 @@ def main():
                       "pull+push over them; `paired` is each run's pull+push p50 over its own references, median "
                       "[min..max] over the configuration's runs: the figure that judges the target, since the "
                       "machine drifts between runs. TCP congestion control of the references, the system "
-                      "default that the rdmaps tasks get too (neither sets one; bbr against cubic moves the plain-TCP "
-                      "pull by up to 2x on this machine): %s.\n" % ", ".join(ccs))
+                      "default that the rdmaps tasks get too (neither sets one; bbr against cubic moved the plain-TCP "
+                      "pull by up to 2x on the dev machine, docs/benchmarks.md): %s.\n" % ", ".join(ccs))
             md.append("| config | push bytes | pull bytes | pull+push p50 | pull+push p99 | tcp_rr p50 | tcp_rr p99 | ratio p50 "
                       "| tcp_rr step p50 (push / pull) | ratio to step p50 | paired ratio to tcp_rr | paired ratio to step |")
             md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")

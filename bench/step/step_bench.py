@@ -55,8 +55,10 @@ def free_ports(a, n):
     r = subprocess.run([a.rdmaps, "ports", str(n)], capture_output=True, text=True)
     if r.returncode == 0:
         return [int(x) for x in r.stdout.split()]
-    # a build from before `rdmaps ports` (bench/step/ab.sh compares old
-    # builds): ports the kernel picks, held open together so they differ
+    if r.returncode != 2:  # it knows the command but found no ports
+        raise Failed("rdmaps ports %d: %s" % (n, r.stderr.strip()))
+    # exit 2: a build from before `rdmaps ports` (bench/step/ab.sh compares
+    # old builds): ports the kernel picks, held open together so they differ
     socks, got = [], []
     try:
         for _ in range(n):

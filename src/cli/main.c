@@ -1,6 +1,6 @@
 /* rdmaps: the command line.  `rdmaps train ...` (one process), `rdmaps launch
- * ...` (a local cluster), `rdmaps ports N` (free ports for scripts), otherwise a ps or worker task with TensorFlow's
- * flags.  The protocol is in src/ps/shard.c, src/worker/worker.c and
+ * ...` (a local cluster), `rdmaps ports N` (free ports for scripts), otherwise
+ * a ps or worker task with TensorFlow's flags.  The protocol is in src/ps/shard.c, src/worker/worker.c and
  * docs/protocol.md. */
 #include <arpa/inet.h>
 #include <errno.h>
