@@ -694,7 +694,13 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 				  * thread (which polls, aggregates and applies) run on
 				  * the CPUs near the RDMA device; with one NUMA node or
 				  * no device known that is every allowed CPU. */
-				 .pin_progress = 1, .tcp_spin_us = j->tcp_spin_us };
+				 .pin_progress = 1, .tcp_spin_us = j->tcp_spin_us,
+				 /* --ps_progress (tcp): by default this thread serves the
+				  * workers' ops itself while it waits (rt_ctx_wait_target,
+				  * rt_poll), so a READ that follows a release wakes the
+				  * thread that sent the release, not a progress thread
+				  * asleep since the last gradient (docs/benchmarks.md) */
+				 .progress = j->ps_progress };
 	if ((rc = rt_ctx_new(&cc, &s.ctx))) {
 		fprintf(stderr, "ps %d: transport: %s\n", j->task_index, rdmaps_strerror(rc));
 		goto err_layout;

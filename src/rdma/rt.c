@@ -120,7 +120,8 @@ int rt_ctx_new(const struct rt_ctx_cfg *cfg, struct rt_ctx **out)
 	int rc;
 
 	if (!cfg || !out || cfg->timeout_ms < 0 ||
-	    (cfg->kind != RT_AUTO && cfg->kind != RT_RDMA && cfg->kind != RT_TCP))
+	    (cfg->kind != RT_AUTO && cfg->kind != RT_RDMA && cfg->kind != RT_TCP) ||
+	    (cfg->progress != RT_PROGRESS_THREAD && cfg->progress != RT_PROGRESS_CALLER))
 		return RDMAPS_E_INVAL;
 	kind = cfg->kind;
 	if (kind == RT_AUTO)

@@ -85,7 +85,26 @@ struct rt_ctx_cfg {
 	 * (RT_EV_* bits); 0 = all.  A ps that waits for FETCH_ADDs only sets
 	 * RT_EV_ATOMIC and is not woken by the gradient WRITEs before them. */
 	unsigned target_events;
+	/* TCP: who serves the peers' operations on this context's regions.
+	 * RT_PROGRESS_THREAD (the default): a progress thread of the context,
+	 * started with its first connection; the owner's threads never need
+	 * to do anything for it.  RT_PROGRESS_CALLER: no thread; they are
+	 * served by whichever thread of ours waits on the context:
+	 * inside rt_ctx_wait_target, and inside every wait of rt_poll,
+	 * rt_flush and a post that finds its socket full, on any connection
+	 * of the context (one thread serves at a time; a second waiter sleeps
+	 * or blocks as with a thread).  The thread that waits is then the one
+	 * a request wakes, so a request costs one wake-up instead of two (the
+	 * progress thread's, then the waiter's) and lands on a thread that
+	 * slept only since its last wait, as a plain TCP server's does.  The
+	 * price: while no thread of ours waits, nothing is served and peers'
+	 * operations queue in the sockets, so only an owner that comes back
+	 * to wait often (the ps's loop) should choose it.  Verbs: ignored (the
+	 * NIC serves). */
+	int progress;
 };
+
+enum rt_progress { RT_PROGRESS_THREAD = 0, RT_PROGRESS_CALLER = 1 };
 
 #define RT_EV_WRITE  1u        /* a peer WRITE's payload is in our memory */
 #define RT_EV_ATOMIC 2u        /* a peer FETCH_ADD / CMP_SWAP executed */
@@ -268,6 +287,8 @@ unsigned rt_ctx_caps(const struct rt_ctx *ctx);
  * rt_ctx_wait_target: RDMAPS_OK at once if the counter differs from seen,
  * else sleeps until it does (RDMAPS_OK) or timeout_us passed
  * (RDMAPS_E_TIMEOUT); RDMAPS_E_INVAL without the capability or for NULL.
+ * With RT_PROGRESS_CALLER the waiting thread serves the peers' operations
+ * meanwhile (READs too, which do not count as events).
  * Any thread; no allocation. */
 uint32_t rt_ctx_target_events(const struct rt_ctx *ctx);
 int rt_ctx_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
@@ -278,7 +299,8 @@ int rt_ctx_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
  * is woken now, so that its wake-up overlaps the peers' own instead of
  * following their request, and it busy-polls its sockets until n more READ
  * requests arrived or budget_us passed, whichever comes first; then it
- * sleeps again.  Calls while it polls add to n and move the deadline.  It
+ * sleeps again (RT_PROGRESS_CALLER: there is no thread to wake; the next
+ * rt_ctx_wait_target polls instead of sleeping, under the same rule).  Calls while it polls add to n and move the deadline.  It
  * costs a core for up to budget_us: worth it only where the progress
  * thread has a core of its own.  Verbs: nothing to do (the NIC serves
  * READs without a CPU).  n <= 0 or budget_us <= 0: nothing.

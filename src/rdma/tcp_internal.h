@@ -10,6 +10,7 @@
 #ifndef RDMAPS_TCP_INTERNAL_H
 #define RDMAPS_TCP_INTERNAL_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -171,6 +172,11 @@ struct tcp_ctx {
 	 * until when (rt_now_us) the thread busy-polls for them */
 	int hot_left;
 	uint64_t hot_until;
+	/* RT_PROGRESS_CALLER: no progress thread; the thread that waits on the
+	 * context serves (tcp_wait_target, tcp_poll_serving).  driving
+	 * (__atomic) is 1 while one does: the others wait as without it. */
+	int caller;
+	int driving;
 	uint8_t scratch[65536];   /* discarded payloads */
 };
 
@@ -180,5 +186,10 @@ void tcp_serve_stop(struct rt_ctx *ctx);
 uint32_t tcp_target_events(const struct rt_ctx *ctx);
 int tcp_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
 void tcp_expect_reads(struct rt_ctx *ctx, int n, int budget_us);
+/* poll(2) of one fd for up to timeout_ms; with RT_PROGRESS_CALLER the
+ * context's serve sockets are served meanwhile (unless another thread
+ * serves them already).  Returns as poll() with p->revents set: > 0 when
+ * p's fd is ready, 0 on timeout, < 0 with errno. */
+int tcp_poll_serving(struct rt_ctx *ctx, struct pollfd *p, int timeout_ms);
 
 #endif

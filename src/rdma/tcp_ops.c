@@ -166,16 +166,29 @@ static int spin_rx(struct rt_conn *c, int *rc)
 /* Wait up to timeout_ms for replies and consume them; 0 on timeout too.
  * The wait is the blocking recv() itself (SO_RCVTIMEO, set only when the
  * timeout changes), which saves a poll() per operation; with
- * cfg.tcp_spin_us it is first a busy-poll of that length. */
+ * cfg.tcp_spin_us it is first a busy-poll of that length.
+ * RT_PROGRESS_CALLER: a poll() of this socket and the context's serve
+ * sockets, serving those meanwhile (a peer may be waiting on us). */
 static int wait_rx(struct rt_conn *c, int timeout_ms)
 {
 	struct tcp_conn *t = c->backend;
+	const struct tcp_ctx *tc = c->ctx->backend;
 	int rc;
 
 	if (timeout_ms <= 0)
 		return progress_rx(c, 0);
 	if (t->spin_us && !spin_rx(c, &rc))
 		return rc;
+	if (tc->caller) {
+		struct pollfd p = { .fd = t->ofd, .events = POLLIN };
+
+		if (tcp_poll_serving(c->ctx, &p, timeout_ms) < 0 && errno != EINTR) {
+			RDMAPS_ERR("tcp: poll failed: %s", strerror(errno));
+			tcp_conn_break(c, RDMAPS_E_IO);
+			return RDMAPS_E_IO;
+		}
+		return progress_rx(c, 0);
+	}
 	if (timeout_ms != t->rcvtimeo_ms) {
 		struct timeval tv = { .tv_sec = timeout_ms / 1000,
 				      .tv_usec = (timeout_ms % 1000) * 1000 };
@@ -191,7 +204,8 @@ static int wait_rx(struct rt_conn *c, int timeout_ms)
 }
 
 /* Send header (+payload) fully; while the socket is full, keep draining
- * replies so that neither side can deadlock on full buffers. */
+ * replies (and, RT_PROGRESS_CALLER, serving our targets) so that neither
+ * side can deadlock on full buffers. */
 static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 {
 	struct tcp_conn *t = c->backend;
@@ -228,7 +242,7 @@ static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 
 			if (!deadline)
 				deadline = rt_now_ms() + (uint64_t)t->io_timeout_ms;
-			rc = poll(&p, 1, rt_remaining_ms(deadline));
+			rc = tcp_poll_serving(c->ctx, &p, rt_remaining_ms(deadline));
 			if (rc == 0) {
 				rt_conn_set_err(c, "tcp: send stalled for %d ms", t->io_timeout_ms);
 				tcp_conn_break(c, RDMAPS_E_TIMEOUT);

@@ -15,9 +15,13 @@
  * a lock-free graveyard (tcp_serve_remove).
  * It sleeps in epoll_wait, except after rt_ctx_expect_reads: then it polls
  * (epoll_wait with timeout 0) until the expected READs came or the budget
- * ran out. */
+ * ran out.
+ * RT_PROGRESS_CALLER: there is no thread; serve_once runs in the thread
+ * that waits on the context (tcp_wait_target, tcp_poll_serving), one at a
+ * time (tc->driving), with the same batch counter and graveyard. */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <linux/futex.h>
 #include <stdlib.h>
@@ -69,7 +73,7 @@ void tcp_expect_reads(struct rt_ctx *ctx, int n, int budget_us)
 
 	__atomic_store_n(&tc->hot_until, rt_now_us() + (uint64_t)budget_us, __ATOMIC_RELAXED);
 	was = __atomic_fetch_add(&tc->hot_left, n, __ATOMIC_RELEASE);
-	if (was <= 0 && write(tc->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (was <= 0 && !tc->caller && write(tc->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		RDMAPS_WARN("tcp: write(eventfd) failed: %s", strerror(errno));
 }
 
@@ -88,25 +92,6 @@ static void read_arrived(struct tcp_ctx *tc)
 {
 	if (__atomic_load_n(&tc->hot_left, __ATOMIC_RELAXED) > 0)
 		__atomic_fetch_sub(&tc->hot_left, 1, __ATOMIC_RELAXED);
-}
-
-int tcp_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us)
-{
-	struct tcp_ctx *tc = ctx->backend;
-	struct timespec ts = { timeout_us / 1000000, (long)(timeout_us % 1000000) * 1000 };
-	int rc = RDMAPS_OK;
-
-	if (timeout_us < 0)
-		return RDMAPS_E_INVAL;
-	__atomic_fetch_add(&tc->waiters, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&tc->events, __ATOMIC_SEQ_CST) == seen &&
-	    syscall(SYS_futex, &tc->events, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0) < 0 &&
-	    errno == ETIMEDOUT)
-		rc = RDMAPS_E_TIMEOUT;
-	__atomic_fetch_sub(&tc->waiters, 1, __ATOMIC_SEQ_CST);
-	if (rc == RDMAPS_OK && __atomic_load_n(&tc->events, __ATOMIC_SEQ_CST) == seen)
-		rc = RDMAPS_E_TIMEOUT; /* spurious or EINTR: the caller re-checks and waits again */
-	return rc;
 }
 
 static void srv_kill(struct tcp_ctx *tc, struct tcp_srv *s, int proto)
@@ -370,60 +355,155 @@ static void free_graveyard(struct tcp_ctx *tc)
 	}
 }
 
+/* One batch: free the graveyard, wait up to timeout_ms for events, serve
+ * them.  The progress thread's loop body, and what a waiting caller runs
+ * (RT_PROGRESS_CALLER, holding tc->driving).  -1 when epoll_wait failed. */
+static int serve_once(struct tcp_ctx *tc, int timeout_ms)
+{
+	struct epoll_event ev[64];
+	int n;
+
+	/* no event of this epoll set can name these any more: they were
+	 * removed from it before they were pushed here, and the batch that
+	 * may have held them is over */
+	free_graveyard(tc);
+	n = epoll_wait(tc->epfd, ev, 64, timeout_ms);
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		RDMAPS_ERR("tcp: epoll_wait failed: %s", strerror(errno));
+		return -1;
+	}
+	/* odd: a batch is in progress.  SEQ_CST pairs with tcp_serve_remove:
+	 * either we see its dead = 1 below, or it sees this odd value and
+	 * waits for the even one. */
+	__atomic_fetch_add(&tc->batch, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < n; i++) {
+		struct tcp_srv *s = ev[i].data.ptr;
+		int rc = ST_OK;
+
+		if (!s) { /* the eventfd: stop (checked by the thread) or expected READs */
+			uint64_t x;
+
+			if (read(tc->evfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
+				RDMAPS_WARN("tcp: read(eventfd) failed: %s", strerror(errno));
+			continue;
+		}
+		if (__atomic_load_n(&s->dead, __ATOMIC_SEQ_CST))
+			continue;   /* already removed */
+		if (s->tx_busy) {
+			if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+				rc = srv_tx(tc, s);
+		} else if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+			rc = srv_rx(tc, s);
+		}
+		if (rc < 0 || rc == ST_CLOSE)
+			srv_kill(tc, s, rc < 0);
+	}
+	__atomic_fetch_add(&tc->batch, 1, __ATOMIC_RELEASE);   /* even: done */
+	return n;
+}
+
 static void *serve_main(void *arg)
 {
 	struct rt_ctx *ctx = arg;
 	struct tcp_ctx *tc = ctx->backend;
-	struct epoll_event ev[64];
 
-	for (;;) {
-		int n;
-
-		/* no event of this epoll set can name these any more: they were
-		 * removed from it before they were pushed here, and the batch
-		 * that may have held them is over */
-		free_graveyard(tc);
-		if (__atomic_load_n(&tc->stop, __ATOMIC_ACQUIRE))
+	/* bounded waits: tc->stop is re-checked even if the eventfd wake-up
+	 * was lost (a failed write in tcp_serve_stop hung the ps at exit:
+	 * fault sweep, docs/hardening.md) */
+	while (!__atomic_load_n(&tc->stop, __ATOMIC_ACQUIRE))
+		if (serve_once(tc, serve_timeout(tc)) < 0)
 			break;
-		/* bounded: tc->stop is re-checked even if the eventfd wake-up was
-		 * lost (a failed write in tcp_serve_stop hung the ps at exit:
-		 * fault sweep, docs/hardening.md) */
-		n = epoll_wait(tc->epfd, ev, 64, serve_timeout(tc));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			RDMAPS_ERR("tcp: epoll_wait failed: %s", strerror(errno));
-			break;
-		}
-		/* odd: a batch is in progress.  SEQ_CST pairs with
-		 * tcp_serve_remove: either we see its dead = 1 below, or it
-		 * sees this odd value and waits for the even one. */
-		__atomic_fetch_add(&tc->batch, 1, __ATOMIC_SEQ_CST);
-		for (int i = 0; i < n; i++) {
-			struct tcp_srv *s = ev[i].data.ptr;
-			int rc = ST_OK;
-
-			if (!s) { /* the eventfd: stop (checked above) or expected READs */
-				uint64_t x;
-
-				if (read(tc->evfd, &x, sizeof(x)) < 0 && errno != EAGAIN)
-					RDMAPS_WARN("tcp: read(eventfd) failed: %s", strerror(errno));
-				continue;
-			}
-			if (__atomic_load_n(&s->dead, __ATOMIC_SEQ_CST))
-				continue;   /* already removed */
-			if (s->tx_busy) {
-				if (ev[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-					rc = srv_tx(tc, s);
-			} else if (ev[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-				rc = srv_rx(tc, s);
-			}
-			if (rc < 0 || rc == ST_CLOSE)
-				srv_kill(tc, s, rc < 0);
-		}
-		__atomic_fetch_add(&tc->batch, 1, __ATOMIC_RELEASE);   /* even: done */
-	}
 	return NULL;
+}
+
+/* ---- RT_PROGRESS_CALLER: the waiting thread serves --------------------- */
+
+static int drive_acquire(struct tcp_ctx *tc)
+{
+	return tc->caller && !__atomic_exchange_n(&tc->driving, 1, __ATOMIC_ACQUIRE);
+}
+
+static void drive_release(struct tcp_ctx *tc)
+{
+	__atomic_store_n(&tc->driving, 0, __ATOMIC_RELEASE);
+}
+
+/* epoll_wait's timeout for a caller with us_left to go: as serve_timeout
+ * (0 while expected READs are due), else us_left rounded up to ms */
+static int caller_timeout(struct tcp_ctx *tc, uint64_t us_left)
+{
+	if (!serve_timeout(tc))
+		return 0;
+	return us_left >= (uint64_t)INT_MAX * 1000 ? INT_MAX : (int)((us_left + 999) / 1000);
+}
+
+int tcp_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us)
+{
+	struct tcp_ctx *tc = ctx->backend;
+	struct timespec ts = { timeout_us / 1000000, (long)(timeout_us % 1000000) * 1000 };
+	int rc = RDMAPS_OK;
+
+	if (timeout_us < 0)
+		return RDMAPS_E_INVAL;
+	if (drive_acquire(tc)) {
+		uint64_t end = rt_now_us() + (uint64_t)timeout_us;
+
+		rc = RDMAPS_E_TIMEOUT;
+		for (;;) {
+			uint64_t now;
+
+			if (__atomic_load_n(&tc->events, __ATOMIC_SEQ_CST) != seen) {
+				rc = RDMAPS_OK;
+				break;
+			}
+			now = rt_now_us();
+			if (now >= end || serve_once(tc, caller_timeout(tc, end - now)) < 0)
+				break;
+		}
+		drive_release(tc);
+		return rc;
+	}
+	__atomic_fetch_add(&tc->waiters, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&tc->events, __ATOMIC_SEQ_CST) == seen &&
+	    syscall(SYS_futex, &tc->events, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0) < 0 &&
+	    errno == ETIMEDOUT)
+		rc = RDMAPS_E_TIMEOUT;
+	__atomic_fetch_sub(&tc->waiters, 1, __ATOMIC_SEQ_CST);
+	if (rc == RDMAPS_OK && __atomic_load_n(&tc->events, __ATOMIC_SEQ_CST) == seen)
+		rc = RDMAPS_E_TIMEOUT; /* spurious or EINTR: the caller re-checks and waits again */
+	return rc;
+}
+
+int tcp_poll_serving(struct rt_ctx *ctx, struct pollfd *p, int timeout_ms)
+{
+	struct tcp_ctx *tc = ctx->backend;
+	struct pollfd pp[2];
+	uint64_t deadline;
+	int rc;
+
+	if (!drive_acquire(tc))
+		return poll(p, 1, timeout_ms);
+	pp[0] = *p;
+	pp[1] = (struct pollfd){ .fd = tc->epfd, .events = POLLIN };
+	deadline = rt_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+	for (;;) {
+		rc = poll(pp, 2, rt_remaining_ms(deadline));
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc > 0 && pp[1].revents && serve_once(tc, 0) < 0)
+			rc = -1;
+		if (rc <= 0 || pp[0].revents)
+			break;
+		if (!rt_remaining_ms(deadline)) { /* only our targets were ready */
+			rc = 0;
+			break;
+		}
+	}
+	drive_release(tc);
+	p->revents = pp[0].revents;
+	return rc > 0 ? 1 : rc;
 }
 
 /* Start the progress thread, created on ctx->cpus when pin_progress is set
@@ -474,7 +554,7 @@ int tcp_serve_add(struct rt_ctx *ctx, struct rt_conn *conn, int fd)
 	s->conn = conn;
 	e.data.ptr = s;
 	pthread_mutex_lock(&tc->lock);
-	if (!__atomic_load_n(&tc->started, __ATOMIC_ACQUIRE)) {
+	if (!tc->caller && !__atomic_load_n(&tc->started, __ATOMIC_ACQUIRE)) {
 		rc = start_thread(ctx);
 		if (rc)
 			goto out;
@@ -501,11 +581,13 @@ void tcp_serve_remove(struct rt_ctx *ctx, struct tcp_srv *s)
 	if (!__atomic_exchange_n(&s->dead, 1, __ATOMIC_SEQ_CST))
 		epoll_ctl(tc->epfd, EPOLL_CTL_DEL, s->fd, NULL);
 	shutdown(s->fd, SHUT_RDWR);
-	/* Wait out a batch the thread may be in: it may have read dead == 0
-	 * before our store and be using s->conn, which our caller frees next.
-	 * Batches are short (non-blocking I/O).  Not from the thread itself. */
-	if (__atomic_load_n(&tc->started, __ATOMIC_ACQUIRE) &&
-	    !pthread_equal(pthread_self(), tc->thr)) {
+	/* Wait out a batch the thread (or, RT_PROGRESS_CALLER, another waiting
+	 * thread) may be in: it may have read dead == 0 before our store and
+	 * be using s->conn, which our caller frees next.  Batches are short
+	 * (non-blocking I/O).  Not from the thread itself; a caller is never
+	 * inside a batch here (a batch calls nothing of the owner's). */
+	if (tc->caller || (__atomic_load_n(&tc->started, __ATOMIC_ACQUIRE) &&
+			   !pthread_equal(pthread_self(), tc->thr))) {
 		uint64_t b = __atomic_load_n(&tc->batch, __ATOMIC_SEQ_CST);
 
 		if (b & 1)

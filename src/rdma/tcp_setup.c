@@ -58,6 +58,7 @@ static int tcp_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
 		return RDMAPS_E_NOMEM;
 	}
 	tc->ev_mask = cfg->target_events ? cfg->target_events : RT_EV_WRITE | RT_EV_ATOMIC;
+	tc->caller = cfg->progress == RT_PROGRESS_CALLER;
 	tc->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (tc->epfd < 0) {
 		RDMAPS_ERR("tcp: epoll_create1 failed: %s", strerror(errno));

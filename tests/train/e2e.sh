@@ -2,7 +2,7 @@
 # End-to-end training runs through `rdmaps launch` (POSIX sh: also runs under
 # busybox inside the SoftRoCE VM).
 # usage: e2e.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
-#   CASE: sync | async | backup | lstm | ps_spin | cli
+#   CASE: sync | async | backup | lstm | ps_spin | ps_progress | cli
 # Exit 0 pass, 1 fail, 77 skipped (no data, or no RDMA device for rdma).
 bin=$1; tr=$2; data=$3; case=$4
 out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
@@ -28,6 +28,33 @@ check_ce() {
 	[ "$n" -eq "$2" ] || fail "expected $2 workers to report validation cross entropy, got $n"
 	grep "validation cross entropy = " "$out" | awk -v max="$1" '{ v = $NF; print "  " $0; if (v + 0 > max + 0 || v != v + 0) bad = 1 } END { exit bad }' \
 		|| fail "validation cross entropy above $1"
+}
+
+# same_results FLAG: FLAG changes how the ps serves, never what: sync with
+# R = W and a fixed seed gives the same validation cross entropy with and
+# without it, and an async run with it trains and counts its steps like
+# any other.
+same_results() {
+	flag=$1
+	o0=${TMPDIR:-/tmp}/rdmaps-e2e-$$-noflag.log
+	timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --transport="$tr" \
+		--data_dir="$data" --train_steps=100 --log_every=50 --timeout=60 >"$o0" 2>&1 \
+		|| { cat "$o0" >"$out"; rm -f "$o0"; fail "launch without $flag exited non-zero"; }
+	timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --transport="$tr" "$flag" \
+		--data_dir="$data" --train_steps=100 --log_every=50 --timeout=60 >"$out" 2>&1 \
+		|| { rm -f "$o0"; fail "launch with $flag exited non-zero"; }
+	check_ce 2000 2
+	a=$(grep "validation cross entropy = " "$o0" | sort); b=$(grep "validation cross entropy = " "$out" | sort)
+	rm -f "$o0"
+	[ -n "$a" ] && [ "$a" = "$b" ] || fail "sync results differ with $flag: '$a' against '$b'"
+	grep -q "global step 100, 100 updates, 200 gradients accepted, 0 dropped" "$out" \
+		|| fail "ps summary with $flag: expected 100 updates from 200 gradients"
+	echo "  sync, 100 steps: the same validation cross entropy with and without $flag"
+	timeout 600 "$bin" launch --ps=1 --workers=2 --transport="$tr" "$flag" \
+		--data_dir="$data" --train_steps=200 --log_every=50 --timeout=60 >"$out" 2>&1 \
+		|| fail "async launch with $flag exited non-zero"
+	check_ce 5000 2
+	grep -q "global step 20[0-9], " "$out" || fail "async ps summary with $flag: expected ~200 global steps"
 }
 
 case $case in
@@ -97,28 +124,14 @@ equiv)
 	;;
 ps_spin)
 	# --ps_spin_us changes when the ps's progress thread looks for READs,
-	# never what it serves: sync with R = W and a fixed seed must give the
-	# same validation cross entropy with and without it, and an async run
-	# with it must train and count its steps like any other.
-	o0=${TMPDIR:-/tmp}/rdmaps-e2e-$$-nospin.log
-	timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --transport="$tr" \
-		--data_dir="$data" --train_steps=100 --log_every=50 --timeout=60 >"$o0" 2>&1 \
-		|| { cat "$o0" >"$out"; rm -f "$o0"; fail "launch without --ps_spin_us exited non-zero"; }
-	timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --transport="$tr" --ps_spin_us=300 \
-		--data_dir="$data" --train_steps=100 --log_every=50 --timeout=60 >"$out" 2>&1 \
-		|| { rm -f "$o0"; fail "launch with --ps_spin_us=300 exited non-zero"; }
-	check_ce 2000 2
-	a=$(grep "validation cross entropy = " "$o0" | sort); b=$(grep "validation cross entropy = " "$out" | sort)
-	rm -f "$o0"
-	[ -n "$a" ] && [ "$a" = "$b" ] || fail "sync results differ with --ps_spin_us=300: '$a' against '$b'"
-	grep -q "global step 100, 100 updates, 200 gradients accepted, 0 dropped" "$out" \
-		|| fail "ps summary with --ps_spin_us: expected 100 updates from 200 gradients"
-	echo "  sync, 100 steps: the same validation cross entropy with and without --ps_spin_us=300"
-	timeout 600 "$bin" launch --ps=1 --workers=2 --transport="$tr" --ps_spin_us=300 \
-		--data_dir="$data" --train_steps=200 --log_every=50 --timeout=60 >"$out" 2>&1 \
-		|| fail "async launch with --ps_spin_us=300 exited non-zero"
-	check_ce 5000 2
-	grep -q "global step 20[0-9], " "$out" || fail "async ps summary with --ps_spin_us: expected ~200 global steps"
+	# never what it serves
+	same_results --ps_spin_us=300
+	;;
+ps_progress)
+	# --ps_progress changes which thread of the ps serves the workers'
+	# operations (caller, the default: the ps's own thread while it waits;
+	# thread: a progress thread), never what it serves
+	same_results --ps_progress=thread
 	;;
 lstm)
 	# The LSTM's initial prediction is near uniform: validation cross entropy
@@ -164,6 +177,7 @@ cli)
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --tcp_spin_us=fast
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_spin_us=-1
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_spin_us=soon
+	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_progress=fast
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --logdir=
 	expect2 ports 0
 	expect2 ports many

@@ -85,6 +85,16 @@ static int sock_addr(uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
 
 static uint8_t pat(size_t i, unsigned seed) { return (uint8_t)(i * 7u + seed * 13u + 3u); }
 
+/* RDMAPS_TEST_TCP_PROGRESS=caller: every context of the suite (targets,
+ * peers) with cfg.progress = RT_PROGRESS_CALLER (ctest transport_tcp_caller):
+ * no progress thread; the target serves inside its own loop's waits. */
+static int caller_progress(void)
+{
+	const char *p = getenv("RDMAPS_TEST_TCP_PROGRESS");
+
+	return p && !strcmp(p, "caller");
+}
+
 static struct rt_ctx *mkctx(const char *token)
 {
 	/* RDMAPS_TEST_TCP_SPIN_US: the same suite with cfg.tcp_spin_us set
@@ -92,7 +102,8 @@ static struct rt_ctx *mkctx(const char *token)
 	const char *spin = getenv("RDMAPS_TEST_TCP_SPIN_US");
 	struct rt_ctx_cfg cfg = { .kind = g_kind, .bind_host = g_addr, .timeout_ms = TMO,
 				  .auth_token = token, .numa_node = -1,
-				  .tcp_spin_us = spin ? atoi(spin) : 0 };
+				  .tcp_spin_us = spin ? atoi(spin) : 0,
+				  .progress = caller_progress() ? RT_PROGRESS_CALLER : RT_PROGRESS_THREAD };
 	struct rt_ctx *ctx = NULL;
 	int rc = rt_ctx_new(&cfg, &ctx);
 
@@ -140,7 +151,7 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 	struct rt_conn *conns[64];
 	struct rt_conn *churn = NULL;   /* role 98: deleted CHURN_MS after accept */
 	struct timespec churn_t0 = { 0 };
-	int nconn = 0, rc;
+	int nconn = 0, rc, caller = caller_progress() && g_kind == RT_TCP;
 	struct target_mem m;
 	pthread_t thr;
 	uint16_t port;
@@ -186,7 +197,12 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 			rt_conn_delete(&churn);
 			__atomic_store_n(&g_slow_serve, 0, __ATOMIC_RELAXED);
 		}
-		rc = rt_accept(lst, churn ? 2 : 50, &req);
+		/* RT_PROGRESS_CALLER: nothing serves the peers unless this
+		 * thread waits on the context, so it polls the listener and
+		 * serves for up to 2 ms in turn */
+		rc = rt_accept(lst, caller ? 0 : churn ? 2 : 50, &req);
+		if (rc == RDMAPS_E_TIMEOUT && caller)
+			rt_ctx_wait_target(ctx, rt_ctx_target_events(ctx), 2000);
 		if (rc == RDMAPS_E_TIMEOUT)
 			continue;
 		if (rc) {
