@@ -169,7 +169,11 @@ ps_skew)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	start ps1 ps 1 2 ps1 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
-	save_then_kill ps1 "ps 1" 120 30
+	# 6 steps past the save: a skew needs a worker more than 1 ahead of the
+	# checkpoint, and the kill must come before the next save 2 s later
+	# (30 steps cut that to 0.3 s under TSan, ~55 ms a step: a CI run
+	# killed right after that next save, and there was no skew to report)
+	save_then_kill ps1 "ps 1" 120 6
 	echo "  killed ps 1 (SIGKILL) at global step >= $(last_step "$dir/w0.log"); its last checkpoint: $(saved_step "$dir/ps1.log")"
 	# the worker that next touches shard 1 notices (the other may be waiting
 	# for shard 0, which waits for that worker's gradient)
