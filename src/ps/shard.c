@@ -697,9 +697,10 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 				 .pin_progress = 1, .tcp_spin_us = j->tcp_spin_us,
 				 /* --ps_progress (tcp): by default this thread serves the
 				  * workers' ops itself while it waits (rt_ctx_wait_target,
-				  * rt_poll), so a READ that follows a release wakes the
-				  * thread that sent the release, not a progress thread
-				  * asleep since the last gradient (docs/benchmarks.md) */
+				  * rt_poll), so the thread that applies a gradient also
+				  * executes its FETCH_ADD: one wake-up less per gradient
+				  * (docs/benchmarks.md, "Who serves the ps's sockets",
+				  * with what it costs the pull on one host) */
 				 .progress = j->ps_progress };
 	if ((rc = rt_ctx_new(&cc, &s.ctx))) {
 		fprintf(stderr, "ps %d: transport: %s\n", j->task_index, rdmaps_strerror(rc));

@@ -93,10 +93,10 @@ struct rt_ctx_cfg {
 	 * inside rt_ctx_wait_target, and inside every wait of rt_poll,
 	 * rt_flush and a post that finds its socket full, on any connection
 	 * of the context (one thread serves at a time; a second waiter sleeps
-	 * or blocks as with a thread).  The thread that waits is then the one
-	 * a request wakes, so a request costs one wake-up instead of two (the
-	 * progress thread's, then the waiter's) and lands on a thread that
-	 * slept only since its last wait, as a plain TCP server's does.  The
+	 * or blocks as with a thread).  A peer's WRITE or atomic that the
+	 * waiter is waiting for then costs one wake-up instead of two (the
+	 * progress thread's, then the waiter's); a READ costs one either way,
+	 * of whichever thread serves (docs/benchmarks.md measures both).  The
 	 * price: while no thread of ours waits, nothing is served and peers'
 	 * operations queue in the sockets, so only an owner that comes back
 	 * to wait often (the ps's loop) should choose it.  Verbs: ignored (the
@@ -300,7 +300,8 @@ int rt_ctx_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us);
  * following their request, and it busy-polls its sockets until n more READ
  * requests arrived or budget_us passed, whichever comes first; then it
  * sleeps again (RT_PROGRESS_CALLER: there is no thread to wake; the next
- * rt_ctx_wait_target polls instead of sleeping, under the same rule).  Calls while it polls add to n and move the deadline.  It
+ * rt_ctx_wait_target polls instead of sleeping, under the same rule).
+ * Calls while it polls add to n and move the deadline.  It
  * costs a core for up to budget_us: worth it only where the progress
  * thread has a core of its own.  Verbs: nothing to do (the NIC serves
  * READs without a CPU).  n <= 0 or budget_us <= 0: nothing.
