@@ -104,7 +104,7 @@ skew_re="the ps shards are at different global steps"
 case $case in
 worker_backup)
 	steps=400
-	f=(--replicas_to_aggregate=2 --train_steps=$steps)
+	f=(--replicas_to_aggregate=2 --train_steps="$steps")
 	start ps0 ps 0 3 ps0 "${f[@]}"
 	for i in 0 1 2; do start w$i worker $i 3 w$i "${f[@]}"; done
 	wait_step "$dir/w2.log" 50 120 || fail "worker 2 did not reach global step 50"
@@ -119,7 +119,7 @@ worker_backup)
 worker_rejoin)
 	steps=300
 	# >= 0.9 s of training (3 ms per step on worker 0): the kill comes before the end
-	f=(--train_steps=$steps --barrier_timeout=2 --straggler_task=0 --straggler_delay_ms=3)
+	f=(--train_steps="$steps" --barrier_timeout=2 --straggler_task=0 --straggler_delay_ms=3)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_step "$dir/w1.log" 50 120 || fail "worker 1 did not reach global step 50"
@@ -133,7 +133,7 @@ duplicate)
 	# the duplicate must find the job running: worker 0 sleeps 5 ms per step
 	# (--straggler_delay_ms), so the 1500 steps take >= 7.5 s however fast
 	steps=1500
-	f=(--train_steps=$steps --straggler_task=0 --straggler_delay_ms=5)
+	f=(--train_steps="$steps" --straggler_task=0 --straggler_delay_ms=5)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_step "$dir/w1.log" 30 120 || fail "worker 1 did not reach global step 30"
@@ -164,7 +164,7 @@ duplicate)
 ps_skew)
 	steps=1500; nps=2
 	# >= 7.5 s of training (5 ms per step on worker 0): a save every 2 s falls inside
-	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=2 --recovery_timeout=60
+	f=(--train_steps="$steps" --logdir="$dir/ckpt" --save_model_secs=2 --recovery_timeout=60
 		--straggler_task=0 --straggler_delay_ms=5)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	start ps1 ps 1 2 ps1 "${f[@]}"
@@ -299,12 +299,17 @@ finished_early)
 	;;
 ps_restart)
 	steps=4000 # long enough to outlast a 1 s save interval (800 steps took 0.7 s)
-	f=(--train_steps=$steps --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60)
+	# --log_every=1: check_ps_restored bounds the restored step by the last
+	# one a worker printed.  With 10, a save made in the up to 9 unprinted
+	# steps after it looks like a restore from the future.  (A CI run under
+	# TSan failed here; its FAIL line fell outside the excerpt CI printed,
+	# so that this was the cause is inferred: its workers lost 4 steps,
+	# fewer than the 10 between the waited-for save and the kill.)
+	f=(--train_steps="$steps" --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60 --log_every=1)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	save_then_kill ps0 "the ps" 120 10
-	ps_killed $steps
-	wait_for "$dir/w0.log" "Worker 0: lost ps 0" 60 || fail "worker 0 did not report the lost ps"
+	ps_killed $steps 60
 	start ps0b ps 0 2 ps0b "${f[@]}"
 	wait_ok 240 w0 w1 ps0b
 	check_ps_restored $steps
@@ -331,7 +336,7 @@ ckpt_restore)
 	grep -q "starting clean" "$dir/r4.log" || fail "r4: clean start not said"
 	# a logdir that is a file: a clear error, non-zero exit
 	: >"$dir/afile"
-	"$bin" --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:${ports[0]} --worker_hosts=127.0.0.1:${ports[1]} \
+	"$bin" --job_name=ps --task_index=0 --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="127.0.0.1:${ports[1]}" \
 		--transport=tcp --logdir="$dir/afile" --timeout=5 >"$dir/r5.log" 2>&1 && fail "ps with --logdir=a file exited 0"
 	grep -q "logdir" "$dir/r5.log" || fail "no message for --logdir=a file"
 	grep -h "starting clean\|restored\|skipping" "$dir"/r*.log | sed 's/^/  /'

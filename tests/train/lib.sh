@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Helpers shared by kill.sh (bash, tcp tier) and kill_posix.sh (POSIX sh,
 # busybox in the SoftRoCE VM): sourced by both, so POSIX sh only.
 # The sourcing script sets $dir (its scratch folder; the tasks' logs are
@@ -15,6 +16,8 @@ fail() {
 	for f in "$dir"/*.log; do
 		[ -e "$f" ] && { echo "--- $(basename "$f") (last ${fail_tail:-30} lines)"; tail -"${fail_tail:-30}" "$f"; }
 	done
+	# once more last: a CI excerpt shows only the tail of a failed test
+	echo "FAIL: $*"
 	exit 1
 }
 now() { date +%s; }
@@ -78,13 +81,19 @@ check_backup_done() {
 	for i_ in 0 1; do grep -q "validation cross entropy" "$dir/w$i_.log" || fail "worker $i_ did not finish"; done
 }
 
-# ps_killed STEPS: the ps ps0 (log ps0.log) was just killed under workers
-# w0 and w1: sets $saved (its last checkpoint's global step) and $reached
-# (the highest global step a worker printed), says both, and fails unless
-# the kill came before STEPS
+# ps_killed STEPS SECS: the ps ps0 (log ps0.log) was just killed under
+# workers w0 and w1, which print every step (--log_every=1): sets $saved
+# (its last checkpoint's global step) and $reached (the highest global step
+# a worker printed), says both, and fails unless the kill came before STEPS.
+# $reached is read once both workers said they lost the ps (within SECS s):
+# a worker prints a step after its push, so a push the ps took just before
+# it died (and may have applied and saved) is printed by then.
 ps_killed() {
-	# what was saved and reached before the kill (the ps is dead: no more lines)
+	# what was saved before the kill (the ps is dead: no more lines)
 	saved=$(saved_step "$dir/ps0.log")
+	for i_ in 0 1; do
+		wait_for "$dir/w$i_.log" "Worker $i_: lost ps 0" "$2" || fail "worker $i_ did not report the lost ps"
+	done
 	reached=$(last_step "$dir/w0.log"); g1_=$(last_step "$dir/w1.log")
 	[ "$g1_" -gt "$reached" ] && reached=$g1_
 	echo "  killed the ps (SIGKILL) at global step >= $reached; its last checkpoint: global step $saved"
