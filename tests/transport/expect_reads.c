@@ -14,7 +14,11 @@
  *      20 ms later, then 600 ms idle: at most half of those 620 ms of CPU
  *      (a thread that kept polling would use all of it).
  * CPU time is the process's (CLOCK_PROCESS_CPUTIME_ID): the main thread
- * sleeps meanwhile, so what it counts is the progress thread. */
+ * sleeps meanwhile, so what it counts is the progress thread.
+ * With RDMAPS_TEST_TCP_PROGRESS=caller (ctest transport_tcp_expect_reads_caller)
+ * the target context has no progress thread: a thread waiting in
+ * rt_ctx_wait_target serves it, as the ps's loop does, and the same checks
+ * hold for that thread's waits (they poll while the hint lasts). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +95,7 @@ int main(int argc, char **argv)
 	}
 	struct rt_grant tg = { 0, region, LEN, RT_RIGHT_READ };
 	struct rt_grant cg = { 0, dst, LEN, RT_RIGHT_NONE };
-	if ((rc = two_ctx_connect(&t, &tg, 1, &cg, 1)))
+	if ((rc = two_ctx_connect(&t, &tg, 1, &cg, 1)) || (rc = two_ctx_serve_start(&t)))
 		return rc;
 	struct rt_conn *c = t.c;
 	int ret = 0, polls = t.kind == RT_TCP;

@@ -7,6 +7,7 @@
  *   int rc = two_ctx_open(argc, argv, "prog", TMO, &t);  // 0, 77 (no device), 2 (usage/set-up)
  *   ... rt_alloc(t.tctx / t.cctx, ...) ...
  *   rc = two_ctx_connect(&t, target_grants, n, client_grants, m);  // 0 or 2
+ *   rc = two_ctx_serve_start(&t);  // 0 or 2; a server thread in caller mode
  *   ... t.c (client side), t.tconn (target side) ...
  *   two_ctx_disconnect(&t);   // conns and listener
  *   ... rt_free the regions ...
@@ -18,6 +19,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rdma/rt.h"
 
@@ -31,6 +33,12 @@ struct two_ctx {
 	/* the acceptor thread's view */
 	const struct rt_grant *tg;
 	int ntg, accept_rc;
+	/* RDMAPS_TEST_TCP_PROGRESS=caller (tcp only): the target context has
+	 * no progress thread; two_ctx_serve_start runs a thread that serves
+	 * it the way a ps does, waiting in rt_ctx_wait_target */
+	int caller;
+	pthread_t server;
+	int serving, stop; /* atomic */
 };
 
 /* argv: PROG tcp|rdma [address]; the rdma address defaults to
@@ -44,12 +52,16 @@ static inline int two_ctx_open(int argc, char **argv, const char *prog, int tmo_
 	}
 	if (argc <= 2 && t->kind == RT_RDMA && getenv("RDMAPS_RDMA_ADDR") && *getenv("RDMAPS_RDMA_ADDR"))
 		t->addr = getenv("RDMAPS_RDMA_ADDR");
+	const char *prog_env = getenv("RDMAPS_TEST_TCP_PROGRESS");
+	t->caller = t->kind == RT_TCP && prog_env && !strcmp(prog_env, "caller");
 	struct rt_ctx_cfg cfg = { .kind = t->kind, .bind_host = t->addr, .timeout_ms = tmo_ms, .numa_node = -1 };
+	cfg.progress = t->caller ? RT_PROGRESS_CALLER : RT_PROGRESS_THREAD;
 	int rc = rt_ctx_new(&cfg, &t->tctx);
 	if (rc == RDMAPS_E_NODEV) {
 		printf("SKIP: no RDMA device\n");
 		return 77;
 	}
+	cfg.progress = RT_PROGRESS_THREAD; /* the client: as a worker */
 	if (rc || (rc = rt_ctx_new(&cfg, &t->cctx))) {
 		fprintf(stderr, "rt_ctx_new: %s\n", rdmaps_strerror(rc));
 		return 2;
@@ -93,8 +105,48 @@ static inline int two_ctx_connect(struct two_ctx *t, const struct rt_grant *tg, 
 	return 0;
 }
 
+static inline void *two_ctx_server_(void *arg)
+{
+	struct two_ctx *t = arg;
+
+	while (!__atomic_load_n(&t->stop, __ATOMIC_ACQUIRE)) {
+		int rc = rt_ctx_wait_target(t->tctx, rt_ctx_target_events(t->tctx), 20000);
+
+		if (rc && rc != RDMAPS_E_TIMEOUT) {
+			fprintf(stderr, "rt_ctx_wait_target: %s\n", rdmaps_strerror(rc));
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* With t->caller: start the thread that serves the target context (its
+ * owner's waits), as the ps's loop does; else nothing.  0, or 2. */
+static inline int two_ctx_serve_start(struct two_ctx *t)
+{
+	if (!t->caller)
+		return 0;
+	if (pthread_create(&t->server, NULL, two_ctx_server_, t)) {
+		fprintf(stderr, "pthread_create(server) failed\n");
+		return 2;
+	}
+	t->serving = 1;
+	printf("target context: RT_PROGRESS_CALLER, served by a thread waiting in rt_ctx_wait_target\n");
+	return 0;
+}
+
+static inline void two_ctx_serve_stop(struct two_ctx *t)
+{
+	if (!t->serving)
+		return;
+	__atomic_store_n(&t->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t->server, NULL);
+	t->serving = 0;
+}
+
 static inline void two_ctx_disconnect(struct two_ctx *t)
 {
+	two_ctx_serve_stop(t);
 	rt_conn_delete(&t->c);
 	rt_conn_delete(&t->tconn);
 	rt_listener_delete(&t->lst);
