@@ -216,11 +216,16 @@ int rt_listener_delete(struct rt_listener **pl)
 	if (!pl || !*pl)
 		return RDMAPS_OK;
 	(*pl)->ctx->ops->listener_fini(*pl);
+	free((*pl)->spare);
 	free(*pl);
 	*pl = NULL;
 	return RDMAPS_OK;
 }
 
+/* The request is allocated before a peer is taken, so that an allocation
+ * failure leaves the peer pending for the next call (not refused), and is
+ * kept across polls that found nobody: a server polling with a short
+ * timeout allocates once per connection, not once per poll. */
 int rt_accept(struct rt_listener *lst, int timeout_ms, struct rt_request **out)
 {
 	struct rt_request *r;
@@ -228,17 +233,17 @@ int rt_accept(struct rt_listener *lst, int timeout_ms, struct rt_request **out)
 
 	if (!lst || !out || timeout_ms < 0)
 		return RDMAPS_E_INVAL;
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		RDMAPS_ERR("rt: calloc(request) failed");
+	if (!lst->spare && !(lst->spare = malloc(sizeof(*lst->spare)))) {
+		RDMAPS_ERR("rt: malloc(request) failed");
 		return RDMAPS_E_NOMEM;
 	}
+	r = lst->spare;
+	memset(r, 0, sizeof(*r));
 	r->ctx = lst->ctx;
 	rc = lst->ctx->ops->accept(lst, timeout_ms, r);
-	if (rc) {
-		free(r);
+	if (rc)
 		return rc;
-	}
+	lst->spare = NULL;
 	*out = r;
 	return RDMAPS_OK;
 }

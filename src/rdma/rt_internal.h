@@ -31,6 +31,7 @@ struct rt_listener {
 	struct rt_ctx *ctx;
 	uint16_t port;
 	void *backend;
+	struct rt_request *spare;   /* rt_accept's next request, kept across empty polls */
 };
 
 struct rt_request {
