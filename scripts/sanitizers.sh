@@ -11,7 +11,7 @@
 #   TIER <name> passed=P failed=F skipped=S
 # Exit non-zero if anything failed.  Env: RDMAPS_SAN_JOBS (ctest -j, default nproc).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 mode=${1:-}
 case $mode in
 asan) bdir=build-asan; opt=-DRDMAPS_ASAN=ON; labels='unit|tcp'; exclude='^$' ;;
@@ -55,6 +55,11 @@ F=$((tot - P - S))
 for n in $(grep -E "$re" "$log" | grep -v ' Passed \|Skipped\|Not Run (Disabled)' | sed -E 's/.*Test +#([0-9]+):.*/\1/'); do
 	echo "--- output of test #$n (last 60 lines):"
 	grep -E "^$n: " "$log" | tail -60
+	# the verdict lines, wherever they are in a long output
+	if grep -qE "^$n: .*FAIL" "$log"; then
+		echo "--- FAIL lines of test #$n:"
+		grep -E "^$n: .*FAIL" "$log" | head -10
+	fi
 done
 # sanitizer reports anywhere (also in tests that passed)
 pat='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|WARNING: ThreadSanitizer|ERROR: ThreadSanitizer'
