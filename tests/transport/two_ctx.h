@@ -38,7 +38,8 @@ struct two_ctx {
 	 * it the way a ps does, waiting in rt_ctx_wait_target */
 	int caller;
 	pthread_t server;
-	int serving, stop; /* atomic */
+	int serving;       /* the server thread was started (owner's thread only) */
+	int stop;          /* atomic: tells the server thread to end */
 };
 
 /* argv: PROG tcp|rdma [address]; the rdma address defaults to
