@@ -119,7 +119,7 @@ worker_backup)
 worker_rejoin)
 	steps=300
 	# >= 0.9 s of training (3 ms per step on worker 0): the kill comes before the end
-	f=(--train_steps="$steps" --barrier_timeout=2 --straggler_task=0 --straggler_delay_ms=3)
+	f=(--train_steps="$steps" --barrier_timeout=2 --straggler_task=0 --straggler_delay_ms=5)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	wait_step "$dir/w1.log" 50 120 || fail "worker 1 did not reach global step 50"
@@ -298,14 +298,18 @@ finished_early)
 	done
 	;;
 ps_restart)
-	steps=4000 # long enough to outlast a 1 s save interval (800 steps took 0.7 s)
+	# >= 2 s of training (5 ms per step on worker 0, the barrier holds
+	# worker 1 to it): the first save, 1 s in, comes well before the end.
+	# (Was 4000 steps at full speed: 96 s of the TSan tier, ~24 ms a step.)
+	steps=400
 	# --log_every=1: check_ps_restored bounds the restored step by the last
 	# one a worker printed.  With 10, a save made in the up to 9 unprinted
 	# steps after it looks like a restore from the future.  (A CI run under
 	# TSan failed here; its FAIL line fell outside the excerpt CI printed,
 	# so that this was the cause is inferred: its workers lost 4 steps,
 	# fewer than the 10 between the waited-for save and the kill.)
-	f=(--train_steps="$steps" --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60 --log_every=1)
+	f=(--train_steps="$steps" --logdir="$dir/ckpt" --save_model_secs=1 --recovery_timeout=60 --log_every=1
+		--straggler_task=0 --straggler_delay_ms=5)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
 	save_then_kill ps0 "the ps" 120 10
