@@ -51,9 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 	if (rdm_idx_load(p_img, p_lab, &d, err, sizeof(err)) == 0) {
 		size_t n = (size_t)d.n * (size_t)d.rows * (size_t)d.cols;
-		volatile float s = 0;
+		volatile unsigned s = 0;
 		if (n)
-			s += d.x[n - 1];
+			s += d.px[n - 1]; /* the last pixel is inside the buffer */
 		if (d.n > 0 && d.y[d.n - 1] > 9)
 			__builtin_trap();
 		(void)s;

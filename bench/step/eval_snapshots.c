@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 		memcpy(&t, &hd[1], sizeof(t));
 		double ce = 0;
 		int correct = 0;
-		if (rdm_model_eval(m, p, val.x, val.y, val.n, &ce, &correct)) {
+		if (rdm_model_eval_pixels(m, p, val.px, val.y, val.n, &ce, &correct)) {
 			fprintf(stderr, "eval_snapshots: evaluation failed\n");
 			goto out;
 		}

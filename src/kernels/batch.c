@@ -50,7 +50,7 @@ int rdm_batcher_new(const struct rdm_images *d, uint64_t seed, struct rdm_batche
 	if (!b)
 		return RDMAPS_E_INVAL;
 	*b = NULL;
-	if (!d || d->n < 1 || d->rows < 1 || d->cols < 1 || !d->x || !d->y)
+	if (!d || d->n < 1 || d->rows < 1 || d->cols < 1 || !d->px || !d->y)
 		return RDMAPS_E_INVAL;
 	struct rdm_batcher *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -95,7 +95,7 @@ void rdm_batcher_next(struct rdm_batcher *b, int n, float *x, uint8_t *y)
 		for (int i = 0; i < take; i++) {
 			uint32_t src = b->perm[b->index + i];
 			if (x)
-				memcpy(x + (size_t)(k + i) * px, d->x + (size_t)src * px, px * sizeof(float));
+				rdm_pixels_to_float(d->px + (size_t)src * px, px, x + (size_t)(k + i) * px);
 			if (y)
 				y[k + i] = d->y[src];
 		}

@@ -12,7 +12,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct rdm_images { int n, rows, cols; float *x; uint8_t *y; };  /* x: n*rows*cols floats in [0,1]; y labels */
+/* A data set as the IDX file holds it: px = n*rows*cols pixel bytes 0..255
+ * (row-major, one image after the other), y = n labels.  Pixels stay bytes
+ * until a batch or an evaluation needs them (rdm_pixels_to_float): a worker
+ * holds MNIST's 60k images in 47 MB, not 188 MB of floats, and loading is one
+ * read into the buffer px points into.  mem owns that buffer (px may point
+ * past its start, e.g. past the header or the validation rows); y is its own
+ * allocation. */
+struct rdm_images {
+	int n, rows, cols;
+	const uint8_t *px;
+	uint8_t *y;
+	uint8_t *mem;
+};
+
+/* x[i] = px[i] * (1/255.0f), i < count: TF's float32 array times 1.0/255.0
+ * (numpy applies it in float32), so 255 gives exactly 1.0. */
+static inline void rdm_pixels_to_float(const uint8_t *px, size_t count, float *x)
+{
+	const float s = 1.0f / 255.0f;
+	for (size_t i = 0; i < count; i++)
+		x[i] = (float)px[i] * s;
+}
 
 /* Load an IDX3 images file + IDX1 labels file, plain or gzip (detected by the
  * magic 1f 8b), validating magic (0x00000803 / 0x00000801), dims, equal
@@ -30,13 +51,13 @@ int rdm_idx_load(const char *images_path, const char *labels_path, struct rdm_im
  * 5000 images. */
 int rdm_mnist_load(const char *data_dir, struct rdm_images *train, struct rdm_images *validation, struct rdm_images *test, char *err, size_t errlen);
 
-/* Frees x and y and zeroes *d; accepts NULL and already-freed structs. */
+/* Frees mem and y and zeroes *d; accepts NULL and already-freed structs. */
 void rdm_images_free(struct rdm_images *d);
 
 struct rdm_batcher;
 /* d must outlive the batcher and hold n >= 1.  Returns 0, RDMAPS_E_INVAL or RDMAPS_E_NOMEM. */
 int rdm_batcher_new(const struct rdm_images *d, uint64_t seed, struct rdm_batcher **b);
-/* Copy n examples (n*rows*cols floats to x, n labels to y; either may be NULL),
+/* Copy n examples (n*rows*cols floats in [0,1] to x, n labels to y; either may be NULL),
  * TF next_batch semantics, permutations from a seeded xoshiro256** PRNG.
  * n may exceed d->n (then several epochs are crossed). */
 void rdm_batcher_next(struct rdm_batcher *b, int n, float *x, uint8_t *y);  /* copy n examples, TF next_batch semantics, seeded PRNG (e.g. splitmix64/xoshiro) */

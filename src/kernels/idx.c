@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #define IDX_IMAGES_MAGIC 0x00000803u
@@ -30,8 +31,30 @@ static uint32_t be32(const uint8_t *p)
 	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
-/* Reads the whole (decompressed) content of path.  gzip is detected by the
- * magic 1f 8b; anything else is read as-is. */
+/* How many bytes path will decompress to, as a first buffer size: a plain
+ * file's size; a gzip file's ISIZE trailer (its length mod 2^32), believed
+ * only up to deflate's largest ratio (1032:1) over the compressed size, so
+ * that a lying trailer cannot make us allocate gigabytes.  A wrong guess only
+ * costs growing the buffer.  0 when unknown. */
+static size_t size_hint(FILE *f, int gz)
+{
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || st.st_size <= 0)
+		return 0;
+	uint64_t sz = (uint64_t)st.st_size;
+	if (!gz)
+		return sz < IDX_MAX_BYTES ? (size_t)sz : 0;
+	uint8_t t[4];
+	if (sz < 18 || fseeko(f, -4, SEEK_END) != 0 || fread(t, 1, 4, f) != 4)
+		return 0;
+	uint64_t isize = (uint64_t)t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 | (uint64_t)t[3] << 24;
+	uint64_t most = sz * 1032;
+	return isize <= most ? (size_t)isize : 0;
+}
+
+/* Reads the whole (decompressed) content of path into one buffer, sized from
+ * size_hint so that a well-formed file is read in place, without a copy.
+ * gzip is detected by the magic 1f 8b; anything else is read as-is. */
 static int read_all(const char *path, uint8_t **buf, size_t *len, int *gz, char *err, size_t errlen)
 {
 	*buf = NULL;
@@ -43,8 +66,9 @@ static int read_all(const char *path, uint8_t **buf, size_t *len, int *gz, char 
 	}
 	uint8_t m[2] = {0, 0};
 	size_t got = fread(m, 1, 2, f);
-	fclose(f);
 	*gz = got == 2 && m[0] == 0x1f && m[1] == 0x8b;
+	size_t hint = size_hint(f, *gz);
+	fclose(f);
 
 	gzFile g = gzopen(path, "rb");
 	if (!g) {
@@ -52,7 +76,9 @@ static int read_all(const char *path, uint8_t **buf, size_t *len, int *gz, char 
 		return RDMAPS_E_IO;
 	}
 	gzbuffer(g, 1 << 17);
-	size_t cap = 1 << 20, n = 0;
+	/* + 1: room for the read that returns 0 at the end, so that an exact
+	 * guess never grows the buffer */
+	size_t cap = (hint ? hint : 1 << 20) + 1, n = 0;
 	uint8_t *b = malloc(cap);
 	if (!b) {
 		gzclose(g);
@@ -60,14 +86,15 @@ static int read_all(const char *path, uint8_t **buf, size_t *len, int *gz, char 
 		return RDMAPS_E_NOMEM;
 	}
 	for (;;) {
-		if (cap - n < (1 << 16)) {
-			if (cap >= IDX_MAX_BYTES) {
+		if (n == cap) {
+			if (cap > IDX_MAX_BYTES) {
 				free(b);
 				gzclose(g);
 				seterr(err, errlen, "%s: larger than %llu bytes", path, IDX_MAX_BYTES);
 				return RDMAPS_E_CORRUPT;
 			}
-			uint8_t *nb = realloc(b, cap * 2);
+			size_t ncap = cap * 2 > IDX_MAX_BYTES + 1 ? IDX_MAX_BYTES + 1 : cap * 2;
+			uint8_t *nb = realloc(b, ncap);
 			if (!nb) {
 				free(b);
 				gzclose(g);
@@ -75,7 +102,7 @@ static int read_all(const char *path, uint8_t **buf, size_t *len, int *gz, char 
 				return RDMAPS_E_NOMEM;
 			}
 			b = nb;
-			cap *= 2;
+			cap = ncap;
 		}
 		unsigned want = (unsigned)((cap - n) > (1u << 30) ? (1u << 30) : (cap - n));
 		int r = gzread(g, b + n, want);
@@ -134,7 +161,6 @@ int rdm_idx_load(const char *images_path, const char *labels_path, struct rdm_im
 	const char *iw = igz ? " (decompressed)" : "";
 	const char *lw = lgz ? " (decompressed)" : "";
 	rc = RDMAPS_E_CORRUPT;
-	float *x = NULL;
 	uint8_t *y = NULL;
 
 	if (il < 16) {
@@ -188,28 +214,24 @@ int rdm_idx_load(const char *images_path, const char *labels_path, struct rdm_im
 			goto out;
 		}
 	}
-	x = malloc(pix ? pix * sizeof(float) : 1);
 	y = malloc(n ? n : 1);
-	if (!x || !y) {
-		seterr(err, errlen, "%s: out of memory for %u images", images_path, n);
+	if (!y) {
+		seterr(err, errlen, "%s: out of memory for %u labels", labels_path, n);
 		rc = RDMAPS_E_NOMEM;
 		goto out;
 	}
-	const float s = 1.0f / 255.0f;
-	const uint8_t *p = ib + 16;
-	for (uint64_t i = 0; i < pix; i++)
-		x[i] = (float)p[i] * s;
 	memcpy(y, lb + 8, n);
+	/* the pixels stay where they were read: past the 16-byte header */
 	out->n = (int)n;
 	out->rows = (int)rows;
 	out->cols = (int)cols;
-	out->x = x;
+	out->px = ib + 16;
+	out->mem = ib;
 	out->y = y;
-	x = NULL;
+	ib = NULL;
 	y = NULL;
 	rc = 0;
 out:
-	free(x);
 	free(y);
 	free(ib);
 	free(lb);
@@ -220,7 +242,7 @@ void rdm_images_free(struct rdm_images *d)
 {
 	if (!d)
 		return;
-	free(d->x);
+	free(d->mem);
 	free(d->y);
 	memset(d, 0, sizeof(*d));
 }

@@ -23,18 +23,20 @@ static void find_file(const char *dir, const char *base, char *path, size_t len)
 	snprintf(path, len, "%s/%s", dir, base);
 }
 
+/* A copy of rows [from, from + count) of src, in buffers of its own. */
 static int take_rows(const struct rdm_images *src, int from, int count, struct rdm_images *dst)
 {
 	size_t px = (size_t)src->rows * src->cols;
 	memset(dst, 0, sizeof(*dst));
-	dst->x = malloc(count ? (size_t)count * px * sizeof(float) : 1);
+	dst->mem = malloc(count ? (size_t)count * px : 1);
 	dst->y = malloc(count ? (size_t)count : 1);
-	if (!dst->x || !dst->y) {
+	if (!dst->mem || !dst->y) {
 		rdm_images_free(dst);
 		return RDMAPS_E_NOMEM;
 	}
-	memcpy(dst->x, src->x + (size_t)from * px, (size_t)count * px * sizeof(float));
+	memcpy(dst->mem, src->px + (size_t)from * px, (size_t)count * px);
 	memcpy(dst->y, src->y + from, (size_t)count);
+	dst->px = dst->mem;
 	dst->n = count;
 	dst->rows = src->rows;
 	dst->cols = src->cols;
@@ -76,14 +78,12 @@ int rdm_mnist_load(const char *data_dir, struct rdm_images *train, struct rdm_im
 		if (validation && (rc = take_rows(&full, 0, MNIST_VALIDATION, validation)) != 0)
 			goto nomem;
 		if (train) {
-			/* Shift the remaining rows down in place: no second 55k copy. */
+			/* The rest of the file's buffer, in place: no copy (the
+			 * validation rows before it stay allocated, 3.9 MB for MNIST). */
 			size_t px = (size_t)full.rows * full.cols;
 			int rest = full.n - MNIST_VALIDATION;
-			memmove(full.x, full.x + (size_t)MNIST_VALIDATION * px, (size_t)rest * px * sizeof(float));
+			full.px += (size_t)MNIST_VALIDATION * px;
 			memmove(full.y, full.y + MNIST_VALIDATION, (size_t)rest);
-			float *nx = realloc(full.x, (size_t)rest * px * sizeof(float));
-			if (nx)
-				full.x = nx;
 			full.n = rest;
 			*train = full;
 		} else {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/status.h"
+#include "kernels/data.h"
 #include "kernels/model_internal.h"
 
 int rdm_model_parse_kind(const char *s, enum rdm_model_kind *k)
@@ -52,7 +53,8 @@ int rdm_model_new(const struct rdm_model_cfg *cfg, struct rdm_model **out)
 	size_t nl = (size_t)cfg->max_batch * RDM_MNIST_CLASSES;
 	m->logits = calloc(nl, sizeof(float));
 	m->dlogits = calloc(nl, sizeof(float));
-	int rc = (m->logits && m->dlogits) ? 0 : RDMAPS_E_NOMEM;
+	m->xin = malloc((size_t)cfg->max_batch * RDM_MNIST_PIXELS * sizeof(float));
+	int rc = (m->logits && m->dlogits && m->xin) ? 0 : RDMAPS_E_NOMEM;
 	if (!rc)
 		rc = cfg->kind == RDM_MODEL_MLP ? rdm_mlp_setup(m) : rdm_lstm_setup(m);
 	if (rc) {
@@ -73,6 +75,7 @@ void rdm_model_delete(struct rdm_model **pm)
 		free(m->buf[i]);
 	free(m->logits);
 	free(m->dlogits);
+	free(m->xin);
 	free(m);
 	*pm = NULL;
 }
@@ -119,6 +122,17 @@ int rdm_model_grad(struct rdm_model *m, const float *params, const float *x,
 	return 0;
 }
 
+/* One chunk of an evaluation (b <= max_batch): adds its summed cross
+ * entropy to *total and its argmax hits to *hits. */
+static void eval_chunk(struct rdm_model *m, const float *params, const float *x, const uint8_t *y, int b,
+		       double *total, int *hits)
+{
+	double l = 0.0;
+	m->ops->fwd(m, params, x, b);
+	rdm_softmax_ce(m->logits, b, RDM_MNIST_CLASSES, y, 0, NULL, &l, hits);
+	*total += l;
+}
+
 int rdm_model_eval(struct rdm_model *m, const float *params, const float *x,
 		   const uint8_t *y, int n, double *loss_sum, int *correct)
 {
@@ -128,10 +142,26 @@ int rdm_model_eval(struct rdm_model *m, const float *params, const float *x,
 	int hits = 0;
 	for (int i = 0; i < n; i += m->cfg.max_batch) {
 		int b = n - i < m->cfg.max_batch ? n - i : m->cfg.max_batch;
-		double l = 0.0;
-		m->ops->fwd(m, params, x + (size_t)i * RDM_MNIST_PIXELS, b);
-		rdm_softmax_ce(m->logits, b, RDM_MNIST_CLASSES, y + i, 0, NULL, &l, &hits);
-		total += l;
+		eval_chunk(m, params, x + (size_t)i * RDM_MNIST_PIXELS, y + i, b, &total, &hits);
+	}
+	if (loss_sum)
+		*loss_sum = total;
+	if (correct)
+		*correct = hits;
+	return 0;
+}
+
+int rdm_model_eval_pixels(struct rdm_model *m, const float *params, const uint8_t *px,
+			  const uint8_t *y, int n, double *loss_sum, int *correct)
+{
+	if (!m || !params || n < 0 || (n > 0 && (!px || !y)) || !labels_ok(y, n))
+		return RDMAPS_E_INVAL;
+	double total = 0.0;
+	int hits = 0;
+	for (int i = 0; i < n; i += m->cfg.max_batch) {
+		int b = n - i < m->cfg.max_batch ? n - i : m->cfg.max_batch;
+		rdm_pixels_to_float(px + (size_t)i * RDM_MNIST_PIXELS, (size_t)b * RDM_MNIST_PIXELS, m->xin);
+		eval_chunk(m, params, m->xin, y + i, b, &total, &hits);
 	}
 	if (loss_sum)
 		*loss_sum = total;

@@ -69,4 +69,11 @@ int rdm_model_grad(struct rdm_model *m, const float *params, const float *x,
 int rdm_model_eval(struct rdm_model *m, const float *params, const float *x,
 		   const uint8_t *y, int n, double *loss_sum, int *correct);
 
+/* rdm_model_eval over images as the data set holds them: px = n*784 pixel
+ * bytes, turned into floats (rdm_pixels_to_float, data.h) one max_batch
+ * chunk at a time in a buffer of the model's own, so the sums are those
+ * rdm_model_eval gives over the converted floats, bit for bit. */
+int rdm_model_eval_pixels(struct rdm_model *m, const float *params, const uint8_t *px,
+			  const uint8_t *y, int n, double *loss_sum, int *correct);
+
 #endif

@@ -26,6 +26,7 @@ struct rdm_model {
 	int ntensors;
 	struct rdm_tensor t[RDM_MAX_TENSORS];
 	float *logits, *dlogits;     /* max_batch * 10 */
+	float *xin;                  /* max_batch * 784: rdm_model_eval_pixels' floats */
 	float *buf[RDM_MAX_BUFS];    /* model-specific workspace */
 };
 

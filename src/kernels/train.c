@@ -119,7 +119,7 @@ int rdm_train_run(const struct rdm_train_opts *o, struct rdm_train_result *res)
 		if (o->verbose) {
 			double vl;
 			int vc;
-			rdm_model_eval(m, w, va.x, va.y, va.n, &vl, &vc);
+			rdm_model_eval_pixels(m, w, va.px, va.y, va.n, &vl, &vc);
 			printf("%sepoch %d/%d: train loss %.4f (batch %s), validation cross "
 			       "entropy %g, validation accuracy %.2f%%, %.1f steps/s, %.1f s\n",
 			       tty ? "\r" : "", ep, o->epochs, lsum / spe,
@@ -129,8 +129,8 @@ int rdm_train_run(const struct rdm_train_opts *o, struct rdm_train_result *res)
 	}
 	double vl;
 	int vc, tc;
-	rdm_model_eval(m, w, va.x, va.y, va.n, &vl, &vc);
-	rdm_model_eval(m, w, te.x, te.y, te.n, NULL, &tc);
+	rdm_model_eval_pixels(m, w, va.px, va.y, va.n, &vl, &vc);
+	rdm_model_eval_pixels(m, w, te.px, te.y, te.n, NULL, &tc);
 	res->validation_ce = vl;
 	res->validation_acc = va.n ? 100.0 * vc / va.n : 0.0;
 	res->test_acc = te.n ? 100.0 * tc / te.n : 0.0;

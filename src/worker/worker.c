@@ -791,7 +791,7 @@ lost:
 		rt_conn_delete(&w.s[p].c);
 	double vloss = 0;
 	int correct = 0;
-	rdm_model_eval(w.L.model, w.params, val.x, val.y, val.n, &vloss, &correct);
+	rdm_model_eval_pixels(w.L.model, w.params, val.px, val.y, val.n, &vloss, &correct);
 	printf("After %ld training step(s), validation cross entropy = %g\n", j->train_steps, vloss);
 	fflush(stdout);
 	if (j->dump_params[0]) {

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,11 +111,61 @@ static void check_valid(int gz)
 	for (int i = 0; i < 12; i++) {
 		assert_int_equal(d.y[i], i % 10);
 		for (int p = 0; p < 12; p++)
-			assert_true(d.x[i * 12 + p] == (float)((i * 7 + p) % 256) * (1.0f / 255.0f));
+			assert_int_equal(d.px[i * 12 + p], (i * 7 + p) % 256);
 	}
 	rdm_images_free(&d);
-	assert_null(d.x);
+	assert_null(d.px);
+	assert_null(d.mem);
 	rdm_images_free(&d); /* idempotent */
+}
+
+/* pixel bytes to floats: TF's float32 x * (1/255), 255 exactly 1.0 */
+static void t_pixels_to_float(void **st)
+{
+	(void)st;
+	uint8_t px[256];
+	float x[256];
+	for (int v = 0; v < 256; v++)
+		px[v] = (uint8_t)v;
+	rdm_pixels_to_float(px, 256, x);
+	for (int v = 0; v < 256; v++)
+		assert_true(x[v] == (float)v * (1.0f / 255.0f));
+	assert_true(x[0] == 0.0f);
+	assert_true(x[255] == 1.0f);
+}
+
+/* A gzip file of two members (as `cat a.gz b.gz` makes): its trailer's
+ * size is the last member's only, so the first buffer is too small and
+ * must grow; the content still loads whole. */
+static void t_gzip_two_members(void **st)
+{
+	(void)st;
+	const uint32_t n = 3000, r = 28, c = 28;
+	size_t len = 16 + (size_t)n * r * c;
+	uint8_t *b = malloc(len);
+	put32(b, 0x803);
+	put32(b + 4, n);
+	put32(b + 8, r);
+	put32(b + 12, c);
+	for (size_t i = 0; i < n; i++)
+		for (size_t p = 0; p < (size_t)r * c; p++)
+			b[16 + i * r * c + p] = (uint8_t)((i * 7 + p) % 256);
+	gzFile g = gzopen(P("i2"), "wb");
+	assert_non_null(g);
+	assert_int_equal(gzwrite(g, b, (unsigned)(len - 100)), (int)(len - 100));
+	assert_int_equal(gzclose(g), Z_OK);
+	g = gzopen(P("i2"), "ab"); /* a second member: its ISIZE is 100 */
+	assert_non_null(g);
+	assert_int_equal(gzwrite(g, b + len - 100, 100), 100);
+	assert_int_equal(gzclose(g), Z_OK);
+	make_labels(P("l2"), 0x801, n, 0, 1, -1);
+	struct rdm_images d;
+	char err[512];
+	assert_int_equal(rdm_idx_load(P("i2"), P("l2"), &d, err, sizeof(err)), 0);
+	assert_int_equal(d.n, (int)n);
+	assert_memory_equal(d.px, b + 16, len - 16);
+	rdm_images_free(&d);
+	free(b);
 }
 
 static void t_valid_plain(void **st) { (void)st; check_valid(0); }
@@ -128,7 +179,8 @@ static void expect_fail(const char *ip, const char *lp, int code, const char *mu
 	int rc = rdm_idx_load(ip, lp, &d, err, sizeof(err));
 	print_message("    err: %s\n", err);
 	assert_int_equal(rc, code);
-	assert_null(d.x);
+	assert_null(d.px);
+	assert_null(d.mem);
 	assert_int_equal(d.n, 0);
 	assert_non_null(strstr(err, must_name));
 	if (must_say)
@@ -252,10 +304,10 @@ static void t_mnist_split(void **st)
 	assert_int_equal(tr.rows, 2);
 	assert_int_equal(va.cols, 3);
 	/* validation = first 5000 records, train = records 5000.. */
-	assert_true(va.x[1] == (float)1 / 255.0f);
-	assert_true(va.x[4999 * 6] == (float)((4999 * 7) % 256) * (1.0f / 255.0f));
-	assert_true(tr.x[0] == (float)((5000 * 7) % 256) * (1.0f / 255.0f));
-	assert_true(tr.x[12 * 6 + 5] == (float)((5012 * 7 + 5) % 256) * (1.0f / 255.0f));
+	assert_int_equal(va.px[1], 1);
+	assert_int_equal(va.px[4999 * 6], (4999 * 7) % 256);
+	assert_int_equal(tr.px[0], (5000 * 7) % 256);
+	assert_int_equal(tr.px[12 * 6 + 5], (5012 * 7 + 5) % 256);
 	assert_int_equal(va.y[4999], 9);
 	assert_int_equal(tr.y[0], 0);
 	assert_int_equal(tr.y[12], 2);
@@ -275,8 +327,8 @@ static void t_mnist_split(void **st)
 	assert_int_equal(unlink(b), 0);
 	assert_int_equal(rdm_mnist_load(sub, &tr, &va, &te, err, sizeof(err)), RDMAPS_E_IO);
 	assert_non_null(strstr(err, "t10k-labels-idx1-ubyte"));
-	assert_null(tr.x);
-	assert_null(va.x);
+	assert_null(tr.px);
+	assert_null(va.px);
 
 	/* too few training images for the 5000 validation split */
 	snprintf(a, sizeof(a), "%s/train-images-idx3-ubyte.gz", sub);
@@ -287,24 +339,31 @@ static void t_mnist_split(void **st)
 	assert_non_null(strstr(err, "validation"));
 }
 
-/* Dataset where image i has its index in the single pixel (i/255) and label i%10. */
+/* Dataset of 1x2 images where image i holds its index in its two pixels
+ * (low byte, high byte) and label i%10. */
 static struct rdm_images index_data(int n)
 {
-	struct rdm_images d = {n, 1, 1, malloc(sizeof(float) * n), malloc(n)};
+	uint8_t *px = malloc(2 * (size_t)n);
+	struct rdm_images d = {.n = n, .rows = 1, .cols = 2, .px = px, .y = malloc(n), .mem = px};
 	for (int i = 0; i < n; i++) {
-		d.x[i] = (float)i;
+		px[2 * i] = (uint8_t)(i & 255);
+		px[2 * i + 1] = (uint8_t)(i >> 8);
 		d.y[i] = (uint8_t)(i % 10);
 	}
 	return d;
 }
 
+/* The batch's floats are the pixels / 255 (rdm_pixels_to_float): the index
+ * comes back from them exactly */
 static void draw(struct rdm_batcher *b, int n, int *idx)
 {
-	float *x = malloc(sizeof(float) * n);
+	float *x = malloc(sizeof(float) * 2 * n);
 	uint8_t *y = malloc(n);
 	rdm_batcher_next(b, n, x, y);
 	for (int i = 0; i < n; i++) {
-		idx[i] = (int)x[i];
+		int lo = (int)lrintf(x[2 * i] * 255.0f), hi = (int)lrintf(x[2 * i + 1] * 255.0f);
+		assert_true(x[2 * i] == (float)lo * (1.0f / 255.0f) && x[2 * i + 1] == (float)hi * (1.0f / 255.0f));
+		idx[i] = lo + 256 * hi;
 		assert_int_equal(y[i], idx[i] % 10);
 	}
 	free(x);
@@ -421,7 +480,7 @@ static void t_batch_epoch_crossing(void **st)
 static void t_batch_bad_args(void **st)
 {
 	(void)st;
-	struct rdm_images e = {0, 1, 1, NULL, NULL};
+	struct rdm_images e = {.n = 0, .rows = 1, .cols = 1};
 	struct rdm_batcher *b = (void *)1;
 	assert_int_equal(rdm_batcher_new(&e, 1, &b), RDMAPS_E_INVAL);
 	assert_null(b);
@@ -432,6 +491,8 @@ static void t_batch_bad_args(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_pixels_to_float),
+		cmocka_unit_test(t_gzip_two_members),
 		cmocka_unit_test(t_valid_plain),
 		cmocka_unit_test(t_valid_gzip),
 		cmocka_unit_test(t_truncated),

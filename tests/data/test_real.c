@@ -21,10 +21,14 @@ static int check(const char *dir, const char *name)
 	float mx = 0;
 	for (int i = 0; i < tr.n; i++)
 		hist[tr.y[i]]++;
-	for (size_t i = 0; i < (size_t)tr.n * 784; i++) {
-		sum += tr.x[i];
-		if (tr.x[i] > mx)
-			mx = tr.x[i];
+	float row[784];
+	for (int r = 0; r < tr.n; r++) {
+		rdm_pixels_to_float(tr.px + (size_t)r * 784, 784, row);
+		for (int i = 0; i < 784; i++) {
+			sum += row[i];
+			if (row[i] > mx)
+				mx = row[i];
+		}
 	}
 	printf("%s: train %d validation %d test %d (%dx%d); train mean pixel %.4f max %.3f; first labels val %d train %d test %d; train label counts",
 	       name, tr.n, va.n, te.n, tr.rows, tr.cols, sum / ((double)tr.n * 784), mx, va.y[0], tr.y[0], te.y[0]);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/status.h"
+#include "kernels/data.h"
 #include "kernels/kernels.h"
 #include "kernels/model.h"
 #include "fd.h"
@@ -217,11 +218,47 @@ static void test_eval_matches_grad(void **st)
 	}
 }
 
+/* eval over pixel bytes converts chunk by chunk into the model's buffer:
+ * the same sums as eval over the converted floats, bit for bit, also for
+ * a count that is not a multiple of max_batch */
+static void test_eval_pixels(void **st)
+{
+	(void)st;
+	enum { N = 37 };
+	uint8_t *px = malloc((size_t)N * 784);
+	float *x = malloc(sizeof(float) * N * 784);
+	uint8_t y[N];
+	for (size_t i = 0; i < (size_t)N * 784; i++)
+		px[i] = (uint8_t)((i * 2654435761u) >> 13);
+	for (int i = 0; i < N; i++)
+		y[i] = (uint8_t)(i % 10);
+	rdm_pixels_to_float(px, (size_t)N * 784, x);
+	for (int k = 0; k < 2; k++) {
+		struct rdm_model_cfg cfg = { .kind = k ? RDM_MODEL_LSTM : RDM_MODEL_MLP, .max_batch = 8 };
+		struct rdm_model *m;
+		assert_int_equal(rdm_model_new(&cfg, &m), 0);
+		float *w = malloc(sizeof(float) * rdm_model_nparams(m));
+		rdm_model_init(m, w, 3);
+		double lf, lp;
+		int hf, hp;
+		assert_int_equal(rdm_model_eval(m, w, x, y, N, &lf, &hf), 0);
+		assert_int_equal(rdm_model_eval_pixels(m, w, px, y, N, &lp, &hp), 0);
+		assert_true(lf == lp);
+		assert_int_equal(hf, hp);
+		assert_int_equal(rdm_model_eval_pixels(m, w, NULL, y, N, &lp, &hp), RDMAPS_E_INVAL);
+		free(w);
+		rdm_model_delete(&m);
+	}
+	free(px);
+	free(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_eval_matches_grad),
+		cmocka_unit_test(test_eval_pixels),
 		cmocka_unit_test(test_mlp_grad_sum),
 		cmocka_unit_test(test_mlp_grad_mean),
 		cmocka_unit_test(test_lstm_grad_sum),

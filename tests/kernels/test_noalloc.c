@@ -1,4 +1,4 @@
-/* Hot path: rdm_model_grad, rdm_model_eval and rdm_opt_apply allocate
+/* Hot path: rdm_model_grad, rdm_model_eval(_pixels) and rdm_opt_apply allocate
  * nothing after rdm_model_new (malloc/calloc/realloc wrapped at link time
  * with -Wl,--wrap; covers our objects, not OpenBLAS's internals). */
 #include <setjmp.h>
@@ -30,6 +30,7 @@ static void check(enum rdm_model_kind k)
 	size_t np = rdm_model_nparams(m);
 	float *w = malloc(np * 4), *g = malloc(np * 4), *sm = malloc(np * 4), *sv = malloc(np * 4);
 	float *x = calloc(40 * 784, 4);
+	uint8_t *px = calloc(40 * 784, 1);
 	uint8_t y[40] = { 0 };
 	rdm_model_init(m, w, 1);
 	struct rdm_opt_cfg oc;
@@ -44,6 +45,7 @@ static void check(enum rdm_model_kind k)
 		rdm_opt_apply(&oc, &os, w, w, g, NULL, 1.0f, np);
 		rdm_vec_add(g, g, np);
 		assert_int_equal(rdm_model_eval(m, w, x, y, 40, &l, &c), 0);
+		assert_int_equal(rdm_model_eval_pixels(m, w, px, y, 40, &l, &c), 0);
 	}
 	assert_int_equal(n_alloc, before);
 	free(w);
@@ -51,6 +53,7 @@ static void check(enum rdm_model_kind k)
 	free(sm);
 	free(sv);
 	free(x);
+	free(px);
 	rdm_model_delete(&m);
 }
 
