@@ -122,50 +122,43 @@ int rdm_model_grad(struct rdm_model *m, const float *params, const float *x,
 	return 0;
 }
 
-/* One chunk of an evaluation (b <= max_batch): adds its summed cross
- * entropy to *total and its argmax hits to *hits. */
-static void eval_chunk(struct rdm_model *m, const float *params, const float *x, const uint8_t *y, int b,
-		       double *total, int *hits)
+/* rdm_model_eval over x (floats) or, when x is NULL, over px (pixel bytes,
+ * converted one max_batch chunk at a time into m->xin): the same chunks and
+ * sums either way. */
+static int eval(struct rdm_model *m, const float *params, const float *x, const uint8_t *px,
+		const uint8_t *y, int n, double *loss_sum, int *correct)
 {
-	double l = 0.0;
-	m->ops->fwd(m, params, x, b);
-	rdm_softmax_ce(m->logits, b, RDM_MNIST_CLASSES, y, 0, NULL, &l, hits);
-	*total += l;
+	if (!m || !params || n < 0 || (n > 0 && ((!x && !px) || !y)) || !labels_ok(y, n))
+		return RDMAPS_E_INVAL;
+	double total = 0.0;
+	int hits = 0;
+	for (int i = 0; i < n; i += m->cfg.max_batch) {
+		int b = n - i < m->cfg.max_batch ? n - i : m->cfg.max_batch;
+		const float *xb = m->xin;
+		if (x)
+			xb = x + (size_t)i * RDM_MNIST_PIXELS;
+		else
+			rdm_pixels_to_float(px + (size_t)i * RDM_MNIST_PIXELS, (size_t)b * RDM_MNIST_PIXELS, m->xin);
+		double l = 0.0;
+		m->ops->fwd(m, params, xb, b);
+		rdm_softmax_ce(m->logits, b, RDM_MNIST_CLASSES, y + i, 0, NULL, &l, &hits);
+		total += l;
+	}
+	if (loss_sum)
+		*loss_sum = total;
+	if (correct)
+		*correct = hits;
+	return 0;
 }
 
 int rdm_model_eval(struct rdm_model *m, const float *params, const float *x,
 		   const uint8_t *y, int n, double *loss_sum, int *correct)
 {
-	if (!m || !params || n < 0 || (n > 0 && (!x || !y)) || !labels_ok(y, n))
-		return RDMAPS_E_INVAL;
-	double total = 0.0;
-	int hits = 0;
-	for (int i = 0; i < n; i += m->cfg.max_batch) {
-		int b = n - i < m->cfg.max_batch ? n - i : m->cfg.max_batch;
-		eval_chunk(m, params, x + (size_t)i * RDM_MNIST_PIXELS, y + i, b, &total, &hits);
-	}
-	if (loss_sum)
-		*loss_sum = total;
-	if (correct)
-		*correct = hits;
-	return 0;
+	return eval(m, params, x, NULL, y, n, loss_sum, correct);
 }
 
 int rdm_model_eval_pixels(struct rdm_model *m, const float *params, const uint8_t *px,
 			  const uint8_t *y, int n, double *loss_sum, int *correct)
 {
-	if (!m || !params || n < 0 || (n > 0 && (!px || !y)) || !labels_ok(y, n))
-		return RDMAPS_E_INVAL;
-	double total = 0.0;
-	int hits = 0;
-	for (int i = 0; i < n; i += m->cfg.max_batch) {
-		int b = n - i < m->cfg.max_batch ? n - i : m->cfg.max_batch;
-		rdm_pixels_to_float(px + (size_t)i * RDM_MNIST_PIXELS, (size_t)b * RDM_MNIST_PIXELS, m->xin);
-		eval_chunk(m, params, m->xin, y + i, b, &total, &hits);
-	}
-	if (loss_sum)
-		*loss_sum = total;
-	if (correct)
-		*correct = hits;
-	return 0;
+	return eval(m, params, NULL, px, y, n, loss_sum, correct);
 }
