@@ -26,14 +26,21 @@ static void put32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
+/* n bytes as one gzip member: a new file (mode "wb") or one more member
+ * at its end ("ab") */
+static void gz_put(const char *path, const char *mode, const uint8_t *b, size_t n)
+{
+	gzFile g = gzopen(path, mode);
+	assert_non_null(g);
+	if (n)
+		assert_int_equal(gzwrite(g, b, (unsigned)n), (int)n);
+	assert_int_equal(gzclose(g), Z_OK);
+}
+
 static void write_bytes(const char *path, const uint8_t *b, size_t n, int gz)
 {
 	if (gz) {
-		gzFile g = gzopen(path, "wb");
-		assert_non_null(g);
-		if (n)
-			assert_int_equal(gzwrite(g, b, (unsigned)n), (int)n);
-		assert_int_equal(gzclose(g), Z_OK);
+		gz_put(path, "wb", b, n);
 	} else {
 		FILE *f = fopen(path, "wb");
 		assert_non_null(f);
@@ -43,12 +50,13 @@ static void write_bytes(const char *path, const uint8_t *b, size_t n, int gz)
 	}
 }
 
-/* images: pixel of image i at position p = (i*7 + p) % 256;
- * extra > 0 appends bytes, extra < 0 truncates. */
-static void make_images(const char *path, uint32_t magic, uint32_t n, uint32_t r, uint32_t c, long extra, int gz)
+/* an images file's bytes (header, then pixel p of image i = (i*7 + p) % 256),
+ * *len of them, with room for extra > 0 zero bytes after them (calloc'd) */
+static uint8_t *image_bytes(uint32_t magic, uint32_t n, uint32_t r, uint32_t c, long extra, size_t *len)
 {
-	size_t len = 16 + (size_t)n * r * c;
-	uint8_t *b = calloc(1, len + (extra > 0 ? (size_t)extra : 0) + 1);
+	*len = 16 + (size_t)n * r * c;
+	uint8_t *b = calloc(1, *len + (extra > 0 ? (size_t)extra : 0) + 1);
+	assert_non_null(b);
 	put32(b, magic);
 	put32(b + 4, n);
 	put32(b + 8, r);
@@ -56,6 +64,14 @@ static void make_images(const char *path, uint32_t magic, uint32_t n, uint32_t r
 	for (size_t i = 0; i < n; i++)
 		for (size_t p = 0; p < (size_t)r * c; p++)
 			b[16 + i * r * c + p] = (uint8_t)((i * 7 + p) % 256);
+	return b;
+}
+
+/* images as image_bytes makes them; extra > 0 appends bytes, extra < 0 truncates. */
+static void make_images(const char *path, uint32_t magic, uint32_t n, uint32_t r, uint32_t c, long extra, int gz)
+{
+	size_t len;
+	uint8_t *b = image_bytes(magic, n, r, c, extra, &len);
 	write_bytes(path, b, (size_t)((long)len + extra), gz);
 	free(b);
 }
@@ -140,24 +156,11 @@ static void t_pixels_to_float(void **st)
 static void t_gzip_two_members(void **st)
 {
 	(void)st;
-	const uint32_t n = 3000, r = 28, c = 28;
-	size_t len = 16 + (size_t)n * r * c;
-	uint8_t *b = malloc(len);
-	put32(b, 0x803);
-	put32(b + 4, n);
-	put32(b + 8, r);
-	put32(b + 12, c);
-	for (size_t i = 0; i < n; i++)
-		for (size_t p = 0; p < (size_t)r * c; p++)
-			b[16 + i * r * c + p] = (uint8_t)((i * 7 + p) % 256);
-	gzFile g = gzopen(P("i2"), "wb");
-	assert_non_null(g);
-	assert_int_equal(gzwrite(g, b, (unsigned)(len - 100)), (int)(len - 100));
-	assert_int_equal(gzclose(g), Z_OK);
-	g = gzopen(P("i2"), "ab"); /* a second member: its ISIZE is 100 */
-	assert_non_null(g);
-	assert_int_equal(gzwrite(g, b + len - 100, 100), 100);
-	assert_int_equal(gzclose(g), Z_OK);
+	const uint32_t n = 3000;
+	size_t len;
+	uint8_t *b = image_bytes(0x803, n, 28, 28, 0, &len);
+	gz_put(P("i2"), "wb", b, len - 100);
+	gz_put(P("i2"), "ab", b + len - 100, 100); /* a second member: its ISIZE is 100 */
 	make_labels(P("l2"), 0x801, n, 0, 1, -1);
 	struct rdm_images d;
 	char err[512];
