@@ -1,5 +1,6 @@
 /* rdmaps: the command line.  `rdmaps train ...` (one process), `rdmaps launch
- * ...` (a local cluster), `rdmaps ports N` (free ports for scripts), otherwise
+ * ...` (a local cluster), `rdmaps ports N` (free ports for scripts), `rdmaps devices [HOST]` (the RDMA
+ * ports and what --transport=auto picks), otherwise
  * a ps or worker task with TensorFlow's flags.  The protocol is in src/ps/shard.c, src/worker/worker.c and
  * docs/protocol.md. */
 #include <arpa/inet.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cluster.h"
+#include "cli/devices.h"
 #include "cli/job.h"
 #include "cli/ports.h"
 #include "kernels/train.h"
@@ -21,6 +23,7 @@ static void usage(FILE *f)
 		"       rdmaps launch --ps=P --workers=W [training flags]\n"
 		"       rdmaps train --model=mlp|lstm --data_dir=DIR [--epochs=N ...]\n"
 		"       rdmaps ports N [IPV4]   (N distinct free ports on IPV4, default 127.0.0.1, as launch picks them)\n"
+		"       rdmaps devices [HOST]   (the RDMA ports here, and what --transport=auto picks for HOST)\n"
 		"training flags: --sync_replicas[=True|False] --replicas_to_aggregate=R --train_steps=200\n"
 		"  --batch_size=100 --learning_rate=0.01 --hidden_units=100 --model=mlp|lstm --data_dir=DIR\n"
 		"  --transport=auto|rdma|tcp --seed=S --log_every=N --metrics=FILE --timeout=SECS\n"
@@ -370,6 +373,8 @@ int main(int argc, char **argv)
 		return rdm_train_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "ports"))
 		return ports_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "devices"))
+		return rdmaps_devices_main(argc - 1, argv + 1);
 	rdmaps_job_defaults(&j);
 	if (argc > 1 && !strcmp(argv[1], "launch")) {
 		rc = parse_flags(argc - 1, argv + 1, &j, 1);

@@ -704,6 +704,9 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 				 .progress = j->ps_progress };
 	if ((rc = rt_ctx_new(&cc, &s.ctx))) {
 		fprintf(stderr, "ps %d: transport: %s\n", j->task_index, rdmaps_strerror(rc));
+		if (rc == RDMAPS_E_NODEV)
+			fprintf(stderr, "ps %d: no RDMA port serves %s: `rdmaps devices %s` lists them, "
+				"--transport=auto falls back to tcp\n", j->task_index, host, host);
 		goto err_layout;
 	}
 	{

@@ -13,9 +13,11 @@
 #ifdef RT_HAVE_VERBS
 static const struct rt_ops *verbs_ops(void) { return &rt_verbs_ops; }
 static int verbs_probe(const char *h) { return rt_verbs_probe(h); }
+static int verbs_list(const char *h, struct rt_port_info *o, int m) { return rt_verbs_list_ports(h, o, m); }
 #else
 static const struct rt_ops *verbs_ops(void) { return NULL; }
 static int verbs_probe(const char *h) { (void)h; return 0; }
+static int verbs_list(const char *h, struct rt_port_info *o, int m) { (void)h; (void)o; (void)m; return 0; }
 #endif
 
 /* ---------------------------------------------------------------- helpers */
@@ -108,6 +110,13 @@ int rt_kind_parse(const char *s, enum rt_kind *k)
 	else
 		return RDMAPS_E_INVAL;
 	return RDMAPS_OK;
+}
+
+int rt_list_ports(const char *host, struct rt_port_info *out, int max)
+{
+	if (max < 0 || (max > 0 && !out))
+		return RDMAPS_E_INVAL;
+	return verbs_list(host, out, max);
 }
 
 /* ---------------------------------------------------------------- context */

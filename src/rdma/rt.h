@@ -158,6 +158,24 @@ const char *rt_kind_name(enum rt_kind k);
 /* Parse "auto" | "rdma" | "tcp"; returns RDMAPS_E_INVAL otherwise. */
 int rt_kind_parse(const char *s, enum rt_kind *k);
 
+/* One port of an RDMA device, as RT_AUTO sees it (`rdmaps devices`). */
+struct rt_port_info {
+	char dev[64];    /* device name (rxe0, mlx5_0, ...) */
+	int port;        /* 1-based; 0 = the device could not be opened or queried */
+	char state[16];  /* DOWN, INIT, ARMED, ACTIVE, ACTIVE_DEFER, or "unknown" */
+	char link[16];   /* InfiniBand, Ethernet, or "unknown" */
+	int numa_node;   /* the device's NUMA node, -1 unknown or a single node */
+	int serves;      /* active, and host's address is in its GID table (any
+			  * address when host is NULL, "" or a wildcard) */
+};
+/* Lists every port of every RDMA device into out[0..max), in the order
+ * RT_AUTO tries them: the device of the first entry with serves = 1 is the
+ * one rt_ctx_new would use for host.  Returns the number of ports (may be
+ * more than max; 0 when there are none, or the verbs backend is not built),
+ * RDMAPS_E_INVAL when host does not resolve or out is NULL with max > 0,
+ * RDMAPS_E_IO when libibverbs cannot list devices. */
+int rt_list_ports(const char *host, struct rt_port_info *out, int max);
+
 /* The context's locality cpuset (see rt_ctx_cfg.cpuset), resolved once in
  * rt_ctx_new.  RDMAPS_E_INVAL for NULL arguments. */
 int rt_ctx_cpuset(const struct rt_ctx *ctx, cpu_set_t *set);

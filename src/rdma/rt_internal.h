@@ -96,6 +96,9 @@ extern const struct rt_ops rt_verbs_ops;
 /* Implemented by the verbs backend: is there an active RDMA device that
  * serves host (NULL = any)?  Used by RT_AUTO. */
 int rt_verbs_probe(const char *host);
+/* rt_list_ports for the verbs backend (verbs_dev.c). */
+struct rt_port_info;
+int rt_verbs_list_ports(const char *host, struct rt_port_info *out, int max);
 
 /* rt.c helpers shared by backends */
 /* Validate (lid,loff,len) against the local table and (rid,roff,len) against

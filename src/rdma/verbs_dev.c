@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,34 +47,43 @@ static int host_gid(const char *host, union ibv_gid *gid, int *wild)
 	return rc;
 }
 
-/* True iff dev has an ACTIVE port (whose GID table holds gid, if given). */
+/* Does port p of vc serve gid (NULL: any address)?  Active, and gid in
+ * its GID table.  *pa gets the port's attributes (zeroed if the query
+ * failed). */
+static int port_serves(struct ibv_context *vc, uint8_t p, struct ibv_port_attr *pa,
+		       const union ibv_gid *gid)
+{
+	memset(pa, 0, sizeof(*pa));
+	if (ibv_query_port(vc, p, pa) != 0) {
+		memset(pa, 0, sizeof(*pa));
+		return 0;
+	}
+	if (pa->state != IBV_PORT_ACTIVE)
+		return 0;
+	if (!gid)
+		return 1;
+	for (int i = 0; i < pa->gid_tbl_len; i++) {
+		union ibv_gid g;
+
+		if (ibv_query_gid(vc, p, i, &g) == 0 && !memcmp(g.raw, gid->raw, sizeof(g.raw)))
+			return 1;
+	}
+	return 0;
+}
+
+/* True iff dev has a port that serves gid (port_serves). */
 static int dev_serves(struct ibv_device *dev, const union ibv_gid *gid)
 {
 	struct ibv_context *vc = ibv_open_device(dev);
 	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
 	int ok = 0;
 
 	if (!vc)
 		return 0;
-	if (ibv_query_device(vc, &da) == 0) {
-		for (uint8_t p = 1; p <= da.phys_port_cnt && !ok; p++) {
-			struct ibv_port_attr pa;
-
-			if (ibv_query_port(vc, p, &pa) != 0 || pa.state != IBV_PORT_ACTIVE)
-				continue;
-			if (!gid) {
-				ok = 1;
-				break;
-			}
-			for (int i = 0; i < pa.gid_tbl_len && !ok; i++) {
-				union ibv_gid g;
-
-				if (ibv_query_gid(vc, p, i, &g) == 0 &&
-				    !memcmp(g.raw, gid->raw, sizeof(g.raw)))
-					ok = 1;
-			}
-		}
-	}
+	if (ibv_query_device(vc, &da) == 0)
+		for (uint8_t p = 1; p <= da.phys_port_cnt && !ok; p++)
+			ok = port_serves(vc, p, &pa, gid);
 	ibv_close_device(vc);
 	return ok;
 }
@@ -161,4 +171,79 @@ void verbs_pd_delete(struct ibv_pd **pd)
 	if (rc)
 		RDMAPS_ERR("verbs: ibv_dealloc_pd failed: %s", strerror(rc));
 	*pd = NULL;
+}
+
+static const char *state_name(enum ibv_port_state st)
+{
+	switch (st) {
+	case IBV_PORT_DOWN: return "DOWN";
+	case IBV_PORT_INIT: return "INIT";
+	case IBV_PORT_ARMED: return "ARMED";
+	case IBV_PORT_ACTIVE: return "ACTIVE";
+	case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+	default: return "unknown";
+	}
+}
+
+static const char *link_name(uint8_t link)
+{
+	switch (link) {
+	case IBV_LINK_LAYER_UNSPECIFIED: /* older drivers: InfiniBand */
+	case IBV_LINK_LAYER_INFINIBAND: return "InfiniBand";
+	case IBV_LINK_LAYER_ETHERNET: return "Ethernet";
+	default: return "unknown";
+	}
+}
+
+/* Entry k of out (if k < max) for a port of dev; port 0 = dev unusable. */
+static void put_port(struct rt_port_info *out, int max, int k, struct ibv_device *dev,
+		     int port, const char *state, const char *link, int node, int serves)
+{
+	const char *name = ibv_get_device_name(dev);
+
+	if (k >= max)
+		return;
+	snprintf(out[k].dev, sizeof(out[k].dev), "%s", name ? name : "?");
+	out[k].port = port;
+	snprintf(out[k].state, sizeof(out[k].state), "%s", state);
+	snprintf(out[k].link, sizeof(out[k].link), "%s", link);
+	out[k].numa_node = node;
+	out[k].serves = serves;
+}
+
+int rt_verbs_list_ports(const char *host, struct rt_port_info *out, int max)
+{
+	struct ibv_device **list;
+	union ibv_gid gid;
+	int n = 0, wild = 1, k = 0;
+
+	if (host && *host && host_gid(host, &gid, &wild))
+		return RDMAPS_E_INVAL;
+	errno = 0;
+	list = ibv_get_device_list(&n);
+	if (!list) /* ENOSYS: no RDMA support in this kernel, i.e. no devices */
+		return errno == ENOSYS ? 0 : RDMAPS_E_IO;
+	for (int i = 0; i < n; i++) {
+		struct ibv_context *vc = ibv_open_device(list[i]);
+		struct ibv_device_attr da;
+		int node = rt_numa_node_of_device(list[i]);
+
+		if (!vc || ibv_query_device(vc, &da) != 0) {
+			put_port(out, max, k++, list[i], 0, "unknown", "unknown", node, 0);
+			if (vc)
+				ibv_close_device(vc);
+			continue;
+		}
+		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
+			struct ibv_port_attr pa;
+			int s = port_serves(vc, p, &pa, wild ? NULL : &gid);
+
+			/* (a failed query leaves pa zeroed: state NOP) */
+			put_port(out, max, k++, list[i], p, state_name(pa.state),
+				 pa.state == IBV_PORT_NOP ? "unknown" : link_name(pa.link_layer), node, s);
+		}
+		ibv_close_device(vc);
+	}
+	ibv_free_device_list(list);
+	return k;
 }

@@ -90,8 +90,9 @@ void mock_queue_wc(uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op,
 
 /* ---- ibverbs --------------------------------------------------------- */
 
-static struct ibv_device fake_dev;
-static struct ibv_device *fake_list[2] = { &fake_dev, NULL };
+static struct ibv_device fake_dev[2];
+static struct ibv_device *fake_list[3] = { &fake_dev[0], &fake_dev[1], NULL };
+static struct ibv_context fake_vctx[2];
 
 struct ibv_device **ibv_get_device_list(int *n)
 {
@@ -100,16 +101,62 @@ struct ibv_device **ibv_get_device_list(int *n)
 	return fake_list;
 }
 void ibv_free_device_list(struct ibv_device **l) { (void)l; }
-struct ibv_context *ibv_open_device(struct ibv_device *d) { (void)d; errno = ENODEV; return NULL; }
+const char *ibv_get_device_name(struct ibv_device *d) { return d == &fake_dev[1] ? "mock1" : "mock0"; }
+
+struct ibv_context *ibv_open_device(struct ibv_device *d)
+{
+	int k = d == &fake_dev[1];
+
+	if (mock_k.dev_ports <= 0) {
+		errno = ENODEV;
+		return NULL;
+	}
+	memset(&fake_vctx[k], 0, sizeof(fake_vctx[k])); /* not extended: the compat calls below */
+	fake_vctx[k].device = d;
+	return &fake_vctx[k];
+}
 int ibv_close_device(struct ibv_context *c) { (void)c; return 0; }
 int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a)
-{ (void)c; (void)a; return ENOSYS; }
+{
+	(void)c;
+	if (mock_k.dev_ports <= 0)
+		return ENOSYS;
+	memset(a, 0, sizeof(*a));
+	a->phys_port_cnt = (uint8_t)mock_k.dev_ports;
+	return 0;
+}
+
+/* 1 iff port p (1-based) of c's fake device can be queried; *d = that device */
+static int fake_port(struct ibv_context *c, uint8_t p, int *d)
+{
+	*d = c == &fake_vctx[1];
+	return mock_k.dev_ports > 0 && p >= 1 && p <= mock_k.dev_ports && p <= 2 &&
+	       mock_k.port_state[*d][p - 1] != IBV_PORT_NOP;
+}
+
 #undef ibv_query_port
 int ibv_query_port(struct ibv_context *c, uint8_t p, struct _compat_ibv_port_attr *a)
-{ (void)c; (void)p; (void)a; return ENOSYS; }
+{
+	struct ibv_port_attr *pa = (struct ibv_port_attr *)a; /* verbs.h zeroed it */
+	int d;
+
+	if (!fake_port(c, p, &d))
+		return ENOSYS;
+	pa->state = (enum ibv_port_state)mock_k.port_state[d][p - 1];
+	pa->link_layer = mock_k.port_link[d][p - 1];
+	pa->gid_tbl_len = 1;
+	return 0;
+}
 
 int ibv_query_gid(struct ibv_context *c, uint8_t p, int i, union ibv_gid *g)
-{ (void)c; (void)p; (void)i; (void)g; return ENOSYS; }
+{
+	int d;
+
+	if (!fake_port(c, p, &d) || i != 0)
+		return ENOSYS;
+	*g = mock_k.port_gid[d][p - 1];
+	return 0;
+}
 
 const char *ibv_wc_status_str(enum ibv_wc_status s)
 {

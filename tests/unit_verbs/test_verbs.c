@@ -209,6 +209,88 @@ static void test_probe_no_device(void **state)
 	assert_int_equal(rt_verbs_ops.ctx_init(&ctx, &cfg), RDMAPS_E_NODEV);
 }
 
+/* ::ffff:10.0.0.x, a RoCE GID of an IPv4 address */
+static union ibv_gid v4_gid(uint8_t x)
+{
+	union ibv_gid g;
+
+	memset(&g, 0, sizeof(g));
+	g.raw[10] = g.raw[11] = 0xff;
+	g.raw[12] = 10;
+	g.raw[15] = x;
+	return g;
+}
+
+/* rt_verbs_list_ports and the probe agree on which port serves an address:
+ * mock0 port 1 DOWN (10.0.0.1), port 2 ACTIVE (10.0.0.2); mock1 port 1
+ * ACTIVE InfiniBand (10.0.0.3), port 2 cannot be queried. */
+static void test_list_ports(void **state)
+{
+	struct rt_port_info p[5];
+
+	(void)state;
+	assert_int_equal(rt_verbs_list_ports(NULL, p, 5), 0); /* no devices */
+	mock_k.ndevices = 2;
+	assert_int_equal(rt_verbs_list_ports(NULL, p, 5), 2); /* devices that cannot be opened */
+	assert_string_equal(p[0].dev, "mock0");
+	assert_int_equal(p[0].port, 0);
+	assert_int_equal(p[0].serves, 0);
+	assert_string_equal(p[1].dev, "mock1");
+	mock_k.dev_ports = 2;
+	mock_k.port_state[0][0] = IBV_PORT_DOWN;
+	mock_k.port_state[0][1] = IBV_PORT_ACTIVE;
+	mock_k.port_state[1][0] = IBV_PORT_ACTIVE;
+	mock_k.port_link[0][0] = mock_k.port_link[0][1] = IBV_LINK_LAYER_ETHERNET;
+	mock_k.port_link[1][0] = IBV_LINK_LAYER_INFINIBAND;
+	mock_k.port_gid[0][0] = v4_gid(1);
+	mock_k.port_gid[0][1] = v4_gid(2);
+	mock_k.port_gid[1][0] = v4_gid(3);
+
+	memset(p, 0, sizeof(p));
+	assert_int_equal(rt_verbs_list_ports(NULL, p, 5), 4);
+	assert_string_equal(p[0].dev, "mock0");
+	assert_int_equal(p[0].port, 1);
+	assert_string_equal(p[0].state, "DOWN");
+	assert_string_equal(p[0].link, "Ethernet");
+	assert_int_equal(p[0].serves, 0);
+	assert_int_equal(p[1].port, 2);
+	assert_string_equal(p[1].state, "ACTIVE");
+	assert_int_equal(p[1].serves, 1); /* any address: the first active port */
+	assert_string_equal(p[2].dev, "mock1");
+	assert_string_equal(p[2].link, "InfiniBand");
+	assert_int_equal(p[2].serves, 1);
+	assert_string_equal(p[3].state, "unknown");
+	assert_string_equal(p[3].link, "unknown");
+	assert_int_equal(p[3].serves, 0);
+	assert_int_equal(p[3].numa_node, -1);
+	assert_int_equal(rt_verbs_probe(NULL), 1);
+
+	/* by address: only the port whose GID table holds it, and only if active */
+	assert_int_equal(rt_verbs_list_ports("10.0.0.2", p, 5), 4);
+	assert_int_equal(p[1].serves + p[0].serves + p[2].serves + p[3].serves, 1);
+	assert_int_equal(p[1].serves, 1);
+	assert_int_equal(rt_verbs_probe("10.0.0.2"), 1);
+	assert_int_equal(rt_verbs_list_ports("10.0.0.3", p, 5), 4);
+	assert_int_equal(p[1].serves, 0);
+	assert_int_equal(p[2].serves, 1);
+	assert_int_equal(rt_verbs_probe("10.0.0.3"), 1);
+	assert_int_equal(rt_verbs_list_ports("10.0.0.1", p, 5), 4); /* its port is DOWN */
+	assert_int_equal(p[0].serves + p[1].serves + p[2].serves + p[3].serves, 0);
+	assert_int_equal(rt_verbs_probe("10.0.0.1"), 0);
+	assert_int_equal(rt_verbs_probe("10.0.0.9"), 0);
+	assert_int_equal(rt_verbs_list_ports("0.0.0.0", p, 5), 4); /* wildcard = any */
+	assert_int_equal(p[1].serves, 1);
+
+	/* more ports than room: the count, and nothing written past max */
+	memset(p, 0x5a, sizeof(p));
+	assert_int_equal(rt_verbs_list_ports(NULL, p, 1), 4);
+	assert_string_equal(p[0].dev, "mock0");
+	assert_int_equal((unsigned char)p[1].dev[0], 0x5a);
+	assert_int_equal(rt_verbs_list_ports(NULL, NULL, 0), 4);
+	mock_k.ndevices = 1;
+	assert_int_equal(rt_verbs_list_ports(NULL, p, 5), 2);
+}
+
 /* ---- connect error paths -------------------------------------------------- */
 
 static void test_connect_alloc_pd_fails(void **state)
@@ -652,6 +734,7 @@ int main(void)
 		cmocka_unit_test_setup(test_wc_status, setup),
 		cmocka_unit_test_setup(test_hot_struct_layout, setup),
 		cmocka_unit_test_setup(test_probe_no_device, setup),
+		cmocka_unit_test_setup(test_list_ports, setup),
 		cmocka_unit_test_setup(test_connect_alloc_pd_fails, setup),
 		cmocka_unit_test_setup(test_connect_reg_mr_fails, setup),
 		cmocka_unit_test_setup(test_connect_bad_grant, setup),
