@@ -1,7 +1,7 @@
 #!/bin/sh
 # The RDMA test tier. POSIX sh: runs under busybox sh inside the SoftRoCE VM
 # and under /bin/sh on a host that has an active RDMA device.
-#   tier.sh test  BUILD_DIR ADDR   ibv_devices + perftest sanity + ctest -L rdma
+#   tier.sh test  BUILD_DIR ADDR   ibv_devices, rdmaps devices, perftest sanity, ctest -L rdma
 #   tier.sh bench BUILD_DIR ADDR   perftest and rt_bench interleaved, in rounds (docs/ci.md)
 # Prints `RDMA-TIER passed=P failed=F skipped=S` and exits 0 only when no test
 # failed and at least one project rdma test PASSED (zero run or all skipped
@@ -16,6 +16,8 @@ export RDMAPS_RDMA_ADDR="$addr"
 echo "== ibv_devices"
 ibv_devices || { echo "RDMA-TIER ibv_devices failed"; exit 1; }
 ibv_devinfo | grep -E 'hca_id|transport|state|link_layer' || true
+echo "== rdmaps devices $addr"
+"$build/src/cli/rdmaps" devices "$addr" || { echo "RDMA-TIER rdmaps devices: no active RDMA port serves $addr"; exit 1; }
 
 # perftest pair: server in background, client to $addr. Prints client output.
 # $1 = binary, rest = args (both sides).

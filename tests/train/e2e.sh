@@ -11,11 +11,15 @@ fail() { echo "FAIL: $*"; echo "--- output:"; tail -40 "$out"; rm -f "$out"; exi
 if [ "$case" != cli ] && [ ! -e "$data/train-images-idx3-ubyte" ] && [ ! -e "$data/train-images-idx3-ubyte.gz" ]; then
 	echo "SKIPPED: no MNIST in $data (run scripts/fetch-data.sh)"; exit 77
 fi
-if [ "$tr" = rdma ] && ! "$bin" launch --ps=1 --workers=1 --transport=rdma --train_steps=1 \
-	--data_dir="$data" --timeout=20 >"$out" 2>&1; then
-	if grep -qi 'no active RDMA device\|no RDMA' "$out"; then
-		echo "SKIPPED: no RDMA device"; rm -f "$out"; exit 77
-	fi
+# rdma: launch binds its tasks to $RDMAPS_RDMA_ADDR (else 127.0.0.1);
+# `rdmaps devices` says whether an active RDMA port serves that address,
+# with the check --transport=auto makes (exit 0 yes, 1 no)
+if [ "$tr" = rdma ]; then
+	a=${RDMAPS_RDMA_ADDR:-127.0.0.1}
+	"$bin" devices "$a" >"$out" 2>&1; rc=$?
+	sed 's/^/  /' "$out"
+	[ $rc -eq 1 ] && { echo "SKIPPED: no RDMA device serves $a"; rm -f "$out"; exit 77; }
+	[ $rc -eq 0 ] || fail "'rdmaps devices $a' exited $rc"
 fi
 
 # every worker's final validation cross entropy must be <= $1; and no
@@ -182,12 +186,21 @@ cli)
 	expect2 ports 0
 	expect2 ports many
 	expect2 ports 2 not-an-address
+	expect2 devices 127.0.0.1 extra
+	expect2 devices nosuch.invalid
+	# `rdmaps devices`: 0 when an RDMA port serves the address, 1 when none
+	# does (this host either way), and its last line says what auto picks
+	"$bin" devices 127.0.0.1 >"$out" 2>&1; rc=$?
+	[ $rc -le 1 ] || fail "'rdmaps devices 127.0.0.1' exited $rc, expected 0 or 1"
+	tail -1 "$out" | grep -qE "^--transport=auto on 127\.0\.0\.1: (rdma|tcp)" \
+		|| fail "'rdmaps devices 127.0.0.1' did not say what --transport=auto picks"
+	[ $rc -eq 0 ] || tail -1 "$out" | grep -q ": tcp (" || fail "'rdmaps devices' exited 1 but did not say tcp"
 	got=$("$bin" ports 5) || fail "'rdmaps ports 5' exited non-zero"
 	echo "$got" | grep -qE '^[0-9]+( [0-9]+){4}$' || fail "'rdmaps ports 5' printed '$got', expected 5 ports"
 	[ "$(echo "$got" | tr ' ' '\n' | sort -u | wc -l)" -eq 5 ] || fail "'rdmaps ports 5' repeated a port: $got"
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
 	[ $? -eq 2 ] || fail "TF_CONFIG without workers must exit 2"
-	echo "  23 flag and argument errors, 5 distinct ports from rdmaps ports, Slurm without --slurm_num_ps and a bad TF_CONFIG each exited 2 with a message"
+	echo "  26 argument errors (flags, ports, devices), 5 distinct ports from rdmaps ports, Slurm without --slurm_num_ps and a bad TF_CONFIG each exited 2 with a message"
 	# no ps listening: the worker retries until --timeout, says so once after
 	# 1 s (not once per attempt: about 6 attempts in 3 s), then gives up
 	# with exit 1
