@@ -82,8 +82,8 @@ static int dev_serves(struct ibv_device *dev, const union ibv_gid *gid)
 	if (!vc)
 		return 0;
 	if (ibv_query_device(vc, &da) == 0)
-		for (uint8_t p = 1; p <= da.phys_port_cnt && !ok; p++)
-			ok = port_serves(vc, p, &pa, gid);
+		for (int p = 1; p <= da.phys_port_cnt && !ok; p++) /* int: 255 ports must not wrap */
+			ok = port_serves(vc, (uint8_t)p, &pa, gid);
 	ibv_close_device(vc);
 	return ok;
 }
@@ -234,9 +234,9 @@ int rt_verbs_list_ports(const char *host, struct rt_port_info *out, int max)
 				ibv_close_device(vc);
 			continue;
 		}
-		for (uint8_t p = 1; p <= da.phys_port_cnt; p++) {
+		for (int p = 1; p <= da.phys_port_cnt; p++) {
 			struct ibv_port_attr pa;
-			int s = port_serves(vc, p, &pa, wild ? NULL : &gid);
+			int s = port_serves(vc, (uint8_t)p, &pa, wild ? NULL : &gid);
 
 			/* (a failed query leaves pa zeroed: state NOP) */
 			put_port(out, max, k++, list[i], p, state_name(pa.state),

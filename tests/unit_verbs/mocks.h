@@ -23,9 +23,10 @@ struct mock_knobs {
 	int accept_event;         /* after rdma_accept (default ESTABLISHED) */
 	int ndevices;             /* ibv_get_device_list (at most 2: mock0, mock1) */
 	/* With dev_ports > 0, ibv_open_device succeeds and every device has
-	 * dev_ports ports (at most 2); port p (1-based) of device d has state
-	 * port_state[d][p-1] (0 = IBV_PORT_NOP: its query fails), link layer
-	 * port_link[d][p-1] and one GID, port_gid[d][p-1]. */
+	 * dev_ports ports (those past 2 cannot be queried); port p (1-based)
+	 * of device d has state port_state[d][p-1] (0 = IBV_PORT_NOP: its
+	 * query fails), link layer port_link[d][p-1] and one GID,
+	 * port_gid[d][p-1]. */
 	int dev_ports;
 	int port_state[2][2];
 	uint8_t port_link[2][2];

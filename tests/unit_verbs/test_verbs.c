@@ -289,6 +289,10 @@ static void test_list_ports(void **state)
 	assert_int_equal(rt_verbs_list_ports(NULL, NULL, 0), 4);
 	mock_k.ndevices = 1;
 	assert_int_equal(rt_verbs_list_ports(NULL, p, 5), 2);
+	/* phys_port_cnt is a uint8_t: 255 ports end (a uint8_t counter wrapped) */
+	mock_k.dev_ports = 255;
+	assert_int_equal(rt_verbs_list_ports(NULL, p, 5), 255);
+	assert_int_equal(rt_verbs_probe("10.0.0.9"), 0);
 }
 
 /* ---- connect error paths -------------------------------------------------- */
