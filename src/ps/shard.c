@@ -750,8 +750,11 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 		fprintf(stderr, "ps %d: cannot listen on %s:%u: %s\n", j->task_index, host, port, rdmaps_strerror(rc));
 		goto err_mem;
 	}
-	printf("ps %d: transport %s, listening on %s:%u\n", j->task_index, rt_kind_name(rt_ctx_kind(s.ctx)),
+	printf("ps %d: transport %s, listening on %s:%u", j->task_index, rt_kind_name(rt_ctx_kind(s.ctx)),
 	       host, port);
+	if (j->transport == RT_AUTO && rt_ctx_kind(s.ctx) == RT_TCP) /* say why, once */
+		printf(" (auto: no RDMA port serves %s; `rdmaps devices %s` lists them)", host, host);
+	printf("\n");
 	fflush(stdout);
 	double t0 = rdmaps_now();
 	int gave_up = serve(&s);
