@@ -177,6 +177,12 @@ struct tcp_ctx {
 	 * (__atomic) is 1 while one does: the others wait as without it. */
 	int caller;
 	int driving;
+	/* RT_PROGRESS_CALLER's watchdog (tcp_serve.c): a thread that serves
+	 * what is ready when nobody waited for a while (an owner computing
+	 * for seconds still answers its peers); started with the first
+	 * served socket */
+	pthread_t wd_thr;
+	int wd_started;
 	uint8_t scratch[65536];   /* discarded payloads */
 };
 

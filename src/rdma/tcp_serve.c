@@ -16,9 +16,13 @@
  * It sleeps in epoll_wait, except after rt_ctx_expect_reads: then it polls
  * (epoll_wait with timeout 0) until the expected READs came or the budget
  * ran out.
- * RT_PROGRESS_CALLER: there is no thread; serve_once runs in the thread
- * that waits on the context (tcp_wait_target, tcp_poll_serving), one at a
- * time (tc->driving), with the same batch counter and graveyard. */
+ * RT_PROGRESS_CALLER: there is no progress thread; serve_once runs in the
+ * thread that waits on the context (tcp_wait_target, tcp_poll_serving),
+ * one at a time (tc->driving), with the same batch counter and graveyard.
+ * A watchdog thread (watchdog_main) takes its turn every WD_PERIOD_MS when
+ * nobody drives, so that an owner busy elsewhere (a worker computing a
+ * step for seconds) still answers its peers (the ps's liveness WRITEs want
+ * an answer within 3 s). */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -425,9 +429,43 @@ static int drive_acquire(struct tcp_ctx *tc)
 	return tc->caller && !__atomic_exchange_n(&tc->driving, 1, __ATOMIC_ACQUIRE);
 }
 
+/* SEQ_CST: pairs with the waiter's check in tcp_wait_target (either the
+ * watchdog sees waiters > 0 after this store and wakes them, or the waiter
+ * sees driving == 0 and drives itself) */
 static void drive_release(struct tcp_ctx *tc)
 {
-	__atomic_store_n(&tc->driving, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&tc->driving, 0, __ATOMIC_SEQ_CST);
+}
+
+/* ---- RT_PROGRESS_CALLER's watchdog --------------------------------------
+ * Every WD_PERIOD_MS: if no thread drives, serve what is ready (at most
+ * WD_BATCHES non-blocking batches), hand the context back, and wake the
+ * threads that waited meanwhile so that one of them drives.  It never
+ * blocks in epoll_wait: an owner that starts waiting takes over at once. */
+#define WD_PERIOD_MS 50
+#define WD_BATCHES 16
+
+static void *watchdog_main(void *arg)
+{
+	struct tcp_ctx *tc = arg;
+
+	for (;;) {
+		struct timespec ts = { 0, WD_PERIOD_MS * 1000000L };
+
+		if (__atomic_load_n(&tc->stop, __ATOMIC_ACQUIRE))
+			break;
+		syscall(SYS_futex, &tc->stop, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		if (__atomic_load_n(&tc->stop, __ATOMIC_ACQUIRE))
+			break;
+		if (!drive_acquire(tc))
+			continue; /* the owner serves */
+		for (int k = 0; k < WD_BATCHES && serve_once(tc, 0) > 0; k++)
+			;
+		drive_release(tc);
+		if (__atomic_load_n(&tc->waiters, __ATOMIC_SEQ_CST))
+			syscall(SYS_futex, &tc->events, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	}
+	return NULL;
 }
 
 /* epoll_wait's timeout for a caller with us_left to go: as serve_timeout
@@ -466,6 +504,12 @@ int tcp_wait_target(struct rt_ctx *ctx, uint32_t seen, int timeout_us)
 		return rc;
 	}
 	__atomic_fetch_add(&tc->waiters, 1, __ATOMIC_SEQ_CST);
+	if (tc->caller && !__atomic_load_n(&tc->driving, __ATOMIC_SEQ_CST)) {
+		/* the driver (the watchdog, or another waiter) just let go:
+		 * drive instead of sleeping with nobody serving */
+		__atomic_fetch_sub(&tc->waiters, 1, __ATOMIC_SEQ_CST);
+		return RDMAPS_E_TIMEOUT; /* the caller re-checks and waits again */
+	}
 	if (__atomic_load_n(&tc->events, __ATOMIC_SEQ_CST) == seen &&
 	    syscall(SYS_futex, &tc->events, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0) < 0 &&
 	    errno == ETIMEDOUT)
@@ -559,6 +603,17 @@ int tcp_serve_add(struct rt_ctx *ctx, struct rt_conn *conn, int fd)
 		if (rc)
 			goto out;
 	}
+	if (tc->caller && !tc->wd_started) {
+		int err = pthread_create(&tc->wd_thr, NULL, watchdog_main, tc);
+
+		if (err) {
+			RDMAPS_ERR("tcp: pthread_create(watchdog) failed: %s", strerror(err));
+			rc = err == EINVAL ? RDMAPS_E_IO : RDMAPS_E_NOMEM;
+			goto out;
+		}
+		pthread_setname_np(tc->wd_thr, "rt-watchdog");
+		tc->wd_started = 1;
+	}
 	if (epoll_ctl(tc->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
 		RDMAPS_ERR("tcp: epoll_ctl(ADD) failed: %s", strerror(errno));
 		rc = RDMAPS_E_IO;
@@ -613,6 +668,12 @@ void tcp_serve_stop(struct rt_ctx *ctx)
 			RDMAPS_ERR("tcp: write(eventfd) failed: %s", strerror(errno));
 		pthread_join(tc->thr, NULL);
 		__atomic_store_n(&tc->started, 0, __ATOMIC_RELEASE);
+	}
+	if (tc->wd_started) {
+		__atomic_store_n(&tc->stop, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &tc->stop, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		pthread_join(tc->wd_thr, NULL);
+		tc->wd_started = 0;
 	}
 	free_graveyard(tc);
 }
