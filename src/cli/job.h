@@ -35,6 +35,7 @@ struct rdmaps_job {
 	int tcp_spin_us;          /* --tcp_spin_us: TCP initiator busy-poll before blocking (0 = none) */
 	int ps_spin_us;           /* --ps_spin_us: ps progress thread polls this long for released workers' READs (0 = none) */
 	int ps_progress;          /* --ps_progress: enum rt_progress of the ps's context (tcp): who serves the workers' ops */
+	int worker_progress;      /* --worker_progress: enum rt_progress of a worker's context (tcp): who serves the ps's writes */
 	/* benchmarks (bench/step): slow one worker down, snapshot the chief's params */
 	int straggler_task;       /* default 0 */
 	int straggler_delay_ms;   /* 0 = none; else task straggler_task sleeps this per step (compute phase) */

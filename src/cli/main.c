@@ -34,6 +34,9 @@ static void usage(FILE *f)
 		"  instead of sleeping until they come; pays off only when the ps has a core of its own)\n"
 		"  --ps_progress=caller|thread (ps, tcp: who serves the workers' reads and writes: the ps's own\n"
 		"  thread while it waits (caller, the default) or a progress thread of its own)\n"
+		"  --worker_progress=caller|thread (worker, tcp: who serves the ps's release and liveness writes:\n"
+		"  the worker's own thread while it waits, with a watchdog every 50 ms while it computes\n"
+		"  (caller, the default), or a progress thread of its own)\n"
 		"reliability: --logdir=DIR --save_model_secs=600 --barrier_timeout=30 --recovery_timeout=60\n"
 		"cluster from the environment (no --job_name): TF_CONFIG, or Slurm (SLURM_*) with --slurm_num_ps=N\n"
 		"  [--port_base=8888]; --num_gpus=N is accepted and ignored (CPU only)\n"
@@ -55,6 +58,20 @@ static int parse_int(const char *name, const char *s, long lo, long hi, long *ou
 	return 0;
 }
 
+/* --ps_progress / --worker_progress: caller | thread */
+static int parse_progress(const char *name, const char *s, int *out)
+{
+	if (!strcmp(s, "caller"))
+		*out = RT_PROGRESS_CALLER;
+	else if (!strcmp(s, "thread"))
+		*out = RT_PROGRESS_THREAD;
+	else {
+		fprintf(stderr, "rdmaps: --%s=%s: must be caller or thread\n", name, s);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_float(const char *name, const char *s, double *out)
 {
 	char *end;
@@ -71,7 +88,7 @@ static int parse_float(const char *name, const char *s, double *out)
 enum {
 	O_JOB = 1000, O_TASK, O_PSH, O_WKH, O_SYNC, O_R, O_STEPS, O_BATCH, O_LR, O_HID, O_MODEL,
 	O_DATA, O_TRANSPORT, O_SEED, O_LOGEVERY, O_METRICS, O_TIMEOUT, O_PS, O_WORKERS, O_TOKEN,
-	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_TCP_SPIN, O_PS_SPIN, O_PS_PROGRESS, O_STRAG_TASK, O_STRAG_MS, O_SNAP_FILE, O_SNAP_EVERY,
+	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_TCP_SPIN, O_PS_SPIN, O_PS_PROGRESS, O_WORKER_PROGRESS, O_STRAG_TASK, O_STRAG_MS, O_SNAP_FILE, O_SNAP_EVERY,
 	O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_ASYNC_DUMMY
 };
 
@@ -104,6 +121,7 @@ static const struct option long_opts[] = {
 	{ "tcp_spin_us", required_argument, 0, O_TCP_SPIN },
 	{ "ps_spin_us", required_argument, 0, O_PS_SPIN },
 	{ "ps_progress", required_argument, 0, O_PS_PROGRESS },
+	{ "worker_progress", required_argument, 0, O_WORKER_PROGRESS },
 	{ "straggler_task", required_argument, 0, O_STRAG_TASK },
 	{ "straggler_delay_ms", required_argument, 0, O_STRAG_MS },
 	{ "snapshot_file", required_argument, 0, O_SNAP_FILE },
@@ -202,14 +220,12 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		case O_TCP_SPIN: if (parse_int("tcp_spin_us", optarg, 0, 1000000, &v)) return 2; j->tcp_spin_us = (int)v; break;
 		case O_PS_SPIN: if (parse_int("ps_spin_us", optarg, 0, 1000000, &v)) return 2; j->ps_spin_us = (int)v; break;
 		case O_PS_PROGRESS:
-			if (!strcmp(optarg, "caller"))
-				j->ps_progress = RT_PROGRESS_CALLER;
-			else if (!strcmp(optarg, "thread"))
-				j->ps_progress = RT_PROGRESS_THREAD;
-			else {
-				fprintf(stderr, "rdmaps: --ps_progress=%s: must be caller or thread\n", optarg);
+			if (parse_progress("ps_progress", optarg, &j->ps_progress))
 				return 2;
-			}
+			break;
+		case O_WORKER_PROGRESS:
+			if (parse_progress("worker_progress", optarg, &j->worker_progress))
+				return 2;
 			break;
 		case O_STRAG_TASK: if (parse_int("straggler_task", optarg, 0, 65535, &v)) return 2; j->straggler_task = (int)v; break;
 		case O_STRAG_MS: if (parse_int("straggler_delay_ms", optarg, 0, 60000, &v)) return 2; j->straggler_delay_ms = (int)v; break;

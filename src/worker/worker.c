@@ -609,7 +609,12 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	float *bx = malloc((size_t)j->batch_size * 784 * sizeof(float));
 	uint8_t *by = malloc((size_t)j->batch_size);
 	struct rt_ctx_cfg cc = { .kind = j->transport, .timeout_ms = (int)w.tmo_ms, .auth_token = j->token,
-				 .numa_node = -1, .tcp_spin_us = j->tcp_spin_us };
+				 .numa_node = -1, .tcp_spin_us = j->tcp_spin_us,
+				 /* --worker_progress (tcp): by default the thread that waits
+				  * for the release serves the ps's mailbox WRITE itself (one
+				  * wake-up less per step; the transport's watchdog answers
+				  * while it computes) */
+				 .progress = j->worker_progress };
 	char host0[256];
 	uint16_t port0;
 	rdmaps_split_hostport(j->worker_hosts[w.me], host0, sizeof(host0), &port0);

@@ -2,7 +2,8 @@
 # End-to-end training runs through `rdmaps launch` (POSIX sh: also runs under
 # busybox inside the SoftRoCE VM).
 # usage: e2e.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
-#   CASE: sync | async | backup | lstm | ps_spin | ps_progress | cli
+#   CASE: sync | async | backup | lstm | ps_spin | ps_progress | worker_progress |
+#         slow_compute | cli
 # Exit 0 pass, 1 fail, 77 skipped (no data, or no RDMA device for rdma).
 bin=$1; tr=$2; data=$3; case=$4
 out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
@@ -137,6 +138,27 @@ ps_progress)
 	# thread: a progress thread), never what it serves
 	same_results --ps_progress=thread
 	;;
+worker_progress)
+	# --worker_progress changes which thread of a worker serves the ps's
+	# writes into it (caller, the default: the thread that waits for the
+	# release; thread: a progress thread), never what it serves
+	same_results --worker_progress=thread
+	;;
+slow_compute)
+	# A worker that computes longer than the ps's liveness check (3 s:
+	# worker 1 sleeps 4 s in each step's compute phase) is still answered
+	# for: with --worker_progress=caller nobody waits on its context then,
+	# and the transport's watchdog serves the ps's liveness WRITEs.  Without
+	# the watchdog the ps drops worker 1 every step (checked).
+	timeout 300 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --transport="$tr" \
+		--data_dir="$data" --train_steps=3 --straggler_task=1 --straggler_delay_ms=4000 \
+		--timeout=60 >"$out" 2>&1 || fail "launch exited non-zero"
+	! grep -q "liveness\|lost worker\|lost ps" "$out" || fail "a connection was dropped while worker 1 computed"
+	grep -q "global step 3, 3 updates, 6 gradients accepted, 0 dropped" "$out" \
+		|| fail "ps summary: expected 3 updates from 6 gradients"
+	check_ce 11513 2
+	echo "  worker 1 computed 4 s per step (3 steps): no liveness drop"
+	;;
 lstm)
 	# The LSTM's initial prediction is near uniform: validation cross entropy
 	# about 5000 * ln(10) = 11513.  "Learns" = it falls by at least half.
@@ -182,6 +204,7 @@ cli)
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_spin_us=-1
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_spin_us=soon
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --ps_progress=fast
+	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --worker_progress=fast
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --logdir=
 	expect2 ports 0
 	expect2 ports many
@@ -200,7 +223,7 @@ cli)
 	[ "$(echo "$got" | tr ' ' '\n' | sort -u | wc -l)" -eq 5 ] || fail "'rdmaps ports 5' repeated a port: $got"
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
 	[ $? -eq 2 ] || fail "TF_CONFIG without workers must exit 2"
-	echo "  26 argument errors (flags, ports, devices), 5 distinct ports from rdmaps ports, Slurm without --slurm_num_ps and a bad TF_CONFIG each exited 2 with a message"
+	echo "  27 argument errors (flags, ports, devices), 5 distinct ports from rdmaps ports, Slurm without --slurm_num_ps and a bad TF_CONFIG each exited 2 with a message"
 	# no ps listening: the worker retries until --timeout, says so once after
 	# 1 s (not once per attempt: about 6 attempts in 3 s), then gives up
 	# with exit 1
