@@ -113,6 +113,14 @@ int rdmaps_split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *
 	return 0;
 }
 
+void rdmaps_report_transport_error(const char *who, const char *host, int rc)
+{
+	fprintf(stderr, "%s: transport: %s\n", who, rdmaps_strerror(rc));
+	if (rc == RDMAPS_E_NODEV)
+		fprintf(stderr, "%s: no RDMA port serves %s: `rdmaps devices %s` lists them, "
+			"--transport=auto falls back to tcp\n", who, host, host);
+}
+
 /* Validate one "host:port" entry; err names it. */
 static int check_entry(const char *what, int idx, const char *e, char *err, size_t errlen)
 {

@@ -38,6 +38,11 @@ int rdmaps_parse_hostlist(const char *s, char ***hosts, int *n, char *err, size_
  * RDMAPS_E_INVAL on a malformed string or a host that does not fit hostlen. */
 int rdmaps_split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *port);
 
+/* A task (who: "ps 0", "Worker 1") whose transport did not start on host
+ * (rt_ctx_new returned rc): says so on stderr, and for RDMAPS_E_NODEV also
+ * which address no RDMA port serves and the command that lists them. */
+void rdmaps_report_transport_error(const char *who, const char *host, int rc);
+
 /* TF_CONFIG: {"cluster": {"ps": [...], "worker": [...], "chief": [one]},
  *             "task": {"type": "worker", "index": 1}}.
  * "chief" (or legacy "master", not both) becomes worker 0 and the workers shift by

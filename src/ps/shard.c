@@ -703,10 +703,10 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 				  * with what it costs the pull on one host) */
 				 .progress = j->ps_progress };
 	if ((rc = rt_ctx_new(&cc, &s.ctx))) {
-		fprintf(stderr, "ps %d: transport: %s\n", j->task_index, rdmaps_strerror(rc));
-		if (rc == RDMAPS_E_NODEV)
-			fprintf(stderr, "ps %d: no RDMA port serves %s: `rdmaps devices %s` lists them, "
-				"--transport=auto falls back to tcp\n", j->task_index, host, host);
+		char who[32];
+
+		snprintf(who, sizeof(who), "ps %d", j->task_index);
+		rdmaps_report_transport_error(who, host, rc);
 		goto err_layout;
 	}
 	{

@@ -624,10 +624,10 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		goto out_mem;
 	}
 	if ((rc = rt_ctx_new(&cc, &w.ctx))) {
-		fprintf(stderr, "Worker %d: transport: %s\n", w.me, rdmaps_strerror(rc));
-		if (rc == RDMAPS_E_NODEV)
-			fprintf(stderr, "Worker %d: no RDMA port serves %s: `rdmaps devices %s` lists them, "
-				"--transport=auto falls back to tcp\n", w.me, host0, host0);
+		char who[32];
+
+		snprintf(who, sizeof(who), "Worker %d", w.me);
+		rdmaps_report_transport_error(who, host0, rc);
 		goto out_mem;
 	}
 	/* the flat model vectors are registered: pulls land in params, pushes
