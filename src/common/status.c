@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static char log_tag[32] = "rdmaps";
+static char log_tag[32]; /* empty: a process that named no task */
 static enum rdmaps_log_level log_level = RDMAPS_LOG_INFO;
 
 const char *rdmaps_strerror(int s)
@@ -35,7 +35,7 @@ const char *rdmaps_strerror(int s)
 
 void rdmaps_log_set_tag(const char *tag)
 {
-	snprintf(log_tag, sizeof(log_tag), "%s", tag ? tag : "rdmaps");
+	snprintf(log_tag, sizeof(log_tag), "%s", tag ? tag : "");
 }
 
 void rdmaps_log_set_level(enum rdmaps_log_level lvl) { log_level = lvl; }
@@ -51,5 +51,8 @@ void rdmaps_log(enum rdmaps_log_level lvl, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "rdmaps[%s] %s: %s\n", log_tag, names[lvl], buf);
+	if (log_tag[0])
+		fprintf(stderr, "rdmaps[%s] %s: %s\n", log_tag, names[lvl], buf);
+	else
+		fprintf(stderr, "rdmaps: %s: %s\n", names[lvl], buf);
 }

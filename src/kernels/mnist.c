@@ -9,18 +9,25 @@
 
 #define MNIST_VALIDATION 5000
 
-/* Prefer the plain file, fall back to .gz; if neither exists return the plain
- * name so the loader's "cannot open" message names it. */
-static void find_file(const char *dir, const char *base, char *path, size_t len)
+/* Prefer the plain file, fall back to .gz.  Returns 0 when one exists;
+ * otherwise RDMAPS_E_IO with err saying neither is there and where MNIST
+ * comes from (a missing data directory is the usual first-run mistake). */
+static int find_file(const char *dir, const char *base, char *path, size_t len, char *err, size_t errlen)
 {
 	struct stat st;
 	snprintf(path, len, "%s/%s", dir, base);
 	if (stat(path, &st) == 0)
-		return;
+		return 0;
 	snprintf(path, len, "%s/%s.gz", dir, base);
 	if (stat(path, &st) == 0)
-		return;
+		return 0;
 	snprintf(path, len, "%s/%s", dir, base);
+	if (err && errlen)
+		snprintf(err, errlen,
+			 "%s: neither %s nor %s.gz is there (scripts/fetch-data.sh fetches MNIST into data/mnist "
+			 "and Fashion-MNIST into data/fashion; pass that directory as --data_dir)",
+			 dir, base, base);
+	return RDMAPS_E_IO;
 }
 
 /* A copy of rows [from, from + count) of src, in buffers of its own. */
@@ -63,8 +70,9 @@ int rdm_mnist_load(const char *data_dir, struct rdm_images *train, struct rdm_im
 	int rc;
 	if (train || validation) {
 		struct rdm_images full;
-		find_file(data_dir, "train-images-idx3-ubyte", ip, sizeof(ip));
-		find_file(data_dir, "train-labels-idx1-ubyte", lp, sizeof(lp));
+		if ((rc = find_file(data_dir, "train-images-idx3-ubyte", ip, sizeof(ip), err, errlen)) ||
+		    (rc = find_file(data_dir, "train-labels-idx1-ubyte", lp, sizeof(lp), err, errlen)))
+			return rc;
 		rc = rdm_idx_load(ip, lp, &full, err, errlen);
 		if (rc)
 			return rc;
@@ -100,9 +108,11 @@ int rdm_mnist_load(const char *data_dir, struct rdm_images *train, struct rdm_im
 	}
 test:
 	if (test) {
-		find_file(data_dir, "t10k-images-idx3-ubyte", ip, sizeof(ip));
-		find_file(data_dir, "t10k-labels-idx1-ubyte", lp, sizeof(lp));
-		rc = rdm_idx_load(ip, lp, test, err, errlen);
+		rc = find_file(data_dir, "t10k-images-idx3-ubyte", ip, sizeof(ip), err, errlen);
+		if (!rc)
+			rc = find_file(data_dir, "t10k-labels-idx1-ubyte", lp, sizeof(lp), err, errlen);
+		if (!rc)
+			rc = rdm_idx_load(ip, lp, test, err, errlen);
 		if (rc) {
 			if (train)
 				rdm_images_free(train);

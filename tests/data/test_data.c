@@ -330,8 +330,14 @@ static void t_mnist_split(void **st)
 	assert_int_equal(unlink(b), 0);
 	assert_int_equal(rdm_mnist_load(sub, &tr, &va, &te, err, sizeof(err)), RDMAPS_E_IO);
 	assert_non_null(strstr(err, "t10k-labels-idx1-ubyte"));
+	assert_non_null(strstr(err, "fetch-data.sh")); /* says where MNIST comes from */
 	assert_null(tr.px);
 	assert_null(va.px);
+	/* a directory with no MNIST at all: the same, for the train file */
+	assert_int_equal(rdm_mnist_load("/nonexistent-rdmaps-dir", &tr, &va, &te, err, sizeof(err)), RDMAPS_E_IO);
+	assert_non_null(strstr(err, "train-images-idx3-ubyte"));
+	assert_non_null(strstr(err, "fetch-data.sh"));
+	assert_null(tr.px);
 
 	/* too few training images for the 5000 validation split */
 	snprintf(a, sizeof(a), "%s/train-images-idx3-ubyte.gz", sub);
