@@ -14,6 +14,7 @@
 #include "cli/devices.h"
 #include "cli/job.h"
 #include "cli/ports.h"
+#include "kernels/data.h"
 #include "kernels/train.h"
 
 static void usage(FILE *f)
@@ -39,7 +40,10 @@ static void usage(FILE *f)
 		"  (caller, the default), or a progress thread of its own)\n"
 		"reliability: --logdir=DIR --save_model_secs=600 --barrier_timeout=30 --recovery_timeout=60\n"
 		"cluster from the environment (no --job_name): TF_CONFIG, or Slurm (SLURM_*) with --slurm_num_ps=N\n"
-		"  [--port_base=8888]; --num_gpus=N is accepted and ignored (CPU only)\n"
+		"  [--port_base=8888]; --num_gpus=N and --existing_servers are accepted and ignored (CPU only;\n"
+		"  every task is its own server)\n"
+		"--download_only: check that --data_dir holds a complete, valid MNIST and exit 0 (no cluster\n"
+		"  flags needed); rdmaps does not download: scripts/fetch-data.sh does\n"
 		"benchmark flags (bench/step): --straggler_task=N --straggler_delay_ms=MS (task N, default 0, sleeps MS\n"
 		"  per step in its compute phase), --snapshot_file=FILE --snapshot_every=N (the chief appends\n"
 		"  its parameters every N local steps: u64 global_step, f64 time, u64 nfloats, floats)\n");
@@ -89,7 +93,7 @@ enum {
 	O_JOB = 1000, O_TASK, O_PSH, O_WKH, O_SYNC, O_R, O_STEPS, O_BATCH, O_LR, O_HID, O_MODEL,
 	O_DATA, O_TRANSPORT, O_SEED, O_LOGEVERY, O_METRICS, O_TIMEOUT, O_PS, O_WORKERS, O_TOKEN,
 	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_TCP_SPIN, O_PS_SPIN, O_PS_PROGRESS, O_WORKER_PROGRESS, O_STRAG_TASK, O_STRAG_MS, O_SNAP_FILE, O_SNAP_EVERY,
-	O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_ASYNC_DUMMY
+	O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_DOWNLOAD_ONLY, O_EXISTING, O_ASYNC_DUMMY
 };
 
 static const struct option long_opts[] = {
@@ -127,15 +131,19 @@ static const struct option long_opts[] = {
 	{ "snapshot_file", required_argument, 0, O_SNAP_FILE },
 	{ "snapshot_every", required_argument, 0, O_SNAP_EVERY },
 	{ "num_gpus", required_argument, 0, O_NUMGPUS },
+	{ "download_only", optional_argument, 0, O_DOWNLOAD_ONLY },
+	{ "existing_servers", optional_argument, 0, O_EXISTING },
 	{ "slurm_num_ps", required_argument, 0, O_SLURM_PS },
 	{ "port_base", required_argument, 0, O_PORTBASE },
 	{ "help", no_argument, 0, O_HELP },
 	{ 0, 0, 0, 0 }
 };
 
-/* Parse flags into *j.  launch_mode accepts --ps/--workers.  Returns 0, or 2
- * after printing what is wrong. */
-static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_mode)
+/* Parse flags into *j.  launch_mode accepts --ps/--workers.  *download_only
+ * is set from --download_only; when it is set, nothing after the flags
+ * themselves is checked (no cluster is needed).  Returns 0, or 2 after
+ * printing what is wrong. */
+static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_mode, int *download_only)
 {
 	long v;
 	double d;
@@ -232,6 +240,20 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		case O_SNAP_FILE: snprintf(j->snapshot_file, sizeof(j->snapshot_file), "%s", optarg); break;
 		case O_SNAP_EVERY: if (parse_int("snapshot_every", optarg, 1, 1L << 30, &v)) return 2; j->snapshot_every = v; break;
 		case O_NUMGPUS: if (parse_int("num_gpus", optarg, 0, 1024, &v)) return 2; break; /* CPU only: accepted, ignored */
+		case O_DOWNLOAD_ONLY:
+		case O_EXISTING: {
+			/* --existing_servers: TF connects to a server it did not
+			 * create; every rdmaps task is its own server: ignored */
+			int b;
+			if (rdmaps_parse_bool(optarg, &b)) {
+				fprintf(stderr, "rdmaps: --%s=%s: expected True/False/true/false/1/0\n",
+					o == O_EXISTING ? "existing_servers" : "download_only", optarg);
+				return 2;
+			}
+			if (o == O_DOWNLOAD_ONLY)
+				*download_only = b;
+			break;
+		}
 		case O_SLURM_PS: if (parse_int("slurm_num_ps", optarg, 1, 4096, &v)) return 2; slurm_ps = (int)v; break;
 		case O_PORTBASE: if (parse_int("port_base", optarg, 1, 65535, &v)) return 2; port_base = v; break;
 		case O_TOKEN: {
@@ -275,7 +297,7 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		fprintf(stderr, "rdmaps: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (launch_mode)
+	if (launch_mode || *download_only)
 		return 0;
 
 	/* Cluster resolvers, as TensorFlow's: TF_CONFIG, then Slurm. */
@@ -380,10 +402,34 @@ static int ports_main(int argc, char **argv)
 	return 0;
 }
 
+/* --download_only, as mnist_replica's: every task first gets the data,
+ * then this flag exits before any cluster work.  rdmaps does not download
+ * (scripts/fetch-data.sh fetches and checks MNIST); it loads --data_dir as a
+ * worker would, plus the test files, and says whether that works.  Exit 0
+ * when it does, 1 when it does not. */
+static int download_only_main(const struct rdmaps_job *j)
+{
+	struct rdm_images tr, va, te;
+	char err[512];
+	int rc = rdm_mnist_load(j->data_dir, &tr, &va, &te, err, sizeof(err));
+
+	if (rc) {
+		fprintf(stderr, "rdmaps: --download_only: no usable MNIST-format data set in %s: %s\n", j->data_dir,
+			err[0] ? err : rdmaps_strerror(rc));
+		return 1;
+	}
+	printf("--download_only: %s holds a complete MNIST-format data set: %d training, %d validation, %d test images; "
+	       "nothing to download\n", j->data_dir, tr.n, va.n, te.n);
+	rdm_images_free(&tr);
+	rdm_images_free(&va);
+	rdm_images_free(&te);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdmaps_job j;
-	int rc;
+	int rc, download_only = 0;
 
 	if (argc > 1 && !strcmp(argv[1], "train"))
 		return rdm_train_main(argc - 1, argv + 1);
@@ -393,14 +439,16 @@ int main(int argc, char **argv)
 		return rdmaps_devices_main(argc - 1, argv + 1);
 	rdmaps_job_defaults(&j);
 	if (argc > 1 && !strcmp(argv[1], "launch")) {
-		rc = parse_flags(argc - 1, argv + 1, &j, 1);
+		rc = parse_flags(argc - 1, argv + 1, &j, 1, &download_only);
 		if (!rc)
-			rc = rdmaps_launch(&j, argc - 2, argv + 2);
+			rc = download_only ? download_only_main(&j) : rdmaps_launch(&j, argc - 2, argv + 2);
 		job_free(&j);
 		return rc;
 	}
-	rc = parse_flags(argc, argv, &j, 0);
-	if (!rc) {
+	rc = parse_flags(argc, argv, &j, 0, &download_only);
+	if (!rc && download_only) {
+		rc = download_only_main(&j);
+	} else if (!rc) {
 		printf("job name = %s\ntask index = %d\n", j.job_name, j.task_index);
 		fflush(stdout);
 		rc = !strcmp(j.job_name, "ps") ? rdmaps_ps_main(&j) : rdmaps_worker_main(&j);

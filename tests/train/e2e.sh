@@ -223,7 +223,20 @@ cli)
 	[ "$(echo "$got" | tr ' ' '\n' | sort -u | wc -l)" -eq 5 ] || fail "'rdmaps ports 5' repeated a port: $got"
 	TF_CONFIG='{"cluster":{"ps":["a:1"]},"task":{"type":"worker","index":0}}' "$bin" >"$out" 2>&1
 	[ $? -eq 2 ] || fail "TF_CONFIG without workers must exit 2"
-	echo "  27 argument errors (flags, ports, devices), 5 distinct ports from rdmaps ports, Slurm without --slurm_num_ps and a bad TF_CONFIG each exited 2 with a message"
+	expect2 --download_only=maybe
+	expect2 --existing_servers=perhaps --download_only --data_dir="$data"
+	echo "  29 argument errors (flags, ports, devices), 5 distinct ports from rdmaps ports, Slurm without --slurm_num_ps and a bad TF_CONFIG each exited 2 with a message"
+	# --download_only (mnist_replica's; the dist_mnist_test harness runs it
+	# first): no cluster flags needed; 0 when --data_dir holds the data, 1
+	# with the fetch hint when it does not; --existing_servers is accepted
+	"$bin" --download_only --existing_servers=True --data_dir="$data" >"$out" 2>&1; rc=$?
+	[ $rc -eq 0 ] || fail "'rdmaps --download_only --data_dir=$data' exited $rc, expected 0"
+	grep -q "holds a complete MNIST-format data set: 55000 training, 5000 validation, 10000 test images" "$out" \
+		|| fail "'rdmaps --download_only' did not report the data set"
+	"$bin" --download_only=True --data_dir="$data/no-such-dir" >"$out" 2>&1; rc=$?
+	[ $rc -eq 1 ] || fail "'rdmaps --download_only' on a missing directory exited $rc, expected 1"
+	grep -q "fetch-data.sh" "$out" || fail "'rdmaps --download_only' on a missing directory gave no fetch hint"
+	echo "  --download_only: 0 with the data, 1 and the fetch hint without it"
 	# no ps listening: the worker retries until --timeout, says so once after
 	# 1 s (not once per attempt: about 6 attempts in 3 s), then gives up
 	# with exit 1
