@@ -40,15 +40,16 @@ static void free_strv(char **v, int n)
 
 int rdmaps_parse_bool(const char *s, int *out)
 {
-	static const char *yes[] = { "true", "1", "yes" };
-	static const char *no[] = { "false", "0", "no" };
+	/* absl's BooleanParser takes true/t/1 and false/f/0 in any case */
+	static const char *yes[] = { "true", "1", "yes", "t" };
+	static const char *no[] = { "false", "0", "no", "f" };
 	if (!out)
 		return RDMAPS_E_INVAL;
 	if (!s) {
 		*out = 1;
 		return 0;
 	}
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
 		if (!strcasecmp(s, yes[i])) {
 			*out = 1;
 			return 0;

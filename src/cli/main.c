@@ -93,7 +93,7 @@ enum {
 	O_JOB = 1000, O_TASK, O_PSH, O_WKH, O_SYNC, O_R, O_STEPS, O_BATCH, O_LR, O_HID, O_MODEL,
 	O_DATA, O_TRANSPORT, O_SEED, O_LOGEVERY, O_METRICS, O_TIMEOUT, O_PS, O_WORKERS, O_TOKEN,
 	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_TCP_SPIN, O_PS_SPIN, O_PS_PROGRESS, O_WORKER_PROGRESS, O_STRAG_TASK, O_STRAG_MS, O_SNAP_FILE, O_SNAP_EVERY,
-	O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_DOWNLOAD_ONLY, O_EXISTING, O_ASYNC_DUMMY
+	O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_DOWNLOAD_ONLY, O_EXISTING, O_NOSYNC, O_NODOWNLOAD, O_NOEXISTING, O_ASYNC_DUMMY
 };
 
 static const struct option long_opts[] = {
@@ -133,6 +133,11 @@ static const struct option long_opts[] = {
 	{ "num_gpus", required_argument, 0, O_NUMGPUS },
 	{ "download_only", optional_argument, 0, O_DOWNLOAD_ONLY },
 	{ "existing_servers", optional_argument, 0, O_EXISTING },
+	/* TensorFlow's flags (absl, and tf.flags before it) also spell a
+	 * false boolean --noNAME */
+	{ "nosync_replicas", no_argument, 0, O_NOSYNC },
+	{ "nodownload_only", no_argument, 0, O_NODOWNLOAD },
+	{ "noexisting_servers", no_argument, 0, O_NOEXISTING },
 	{ "slurm_num_ps", required_argument, 0, O_SLURM_PS },
 	{ "port_base", required_argument, 0, O_PORTBASE },
 	{ "help", no_argument, 0, O_HELP },
@@ -154,7 +159,8 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 	optind = 1;
 	opterr = 0;
 	for (;;) {
-		int o = getopt_long(argc, argv, "", long_opts, NULL);
+		/* _only: one dash works too (-job_name=ps), as absl's flags take it */
+		int o = getopt_long_only(argc, argv, "", long_opts, NULL);
 		if (o == -1)
 			break;
 		switch (o) {
@@ -190,6 +196,9 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 			j->sync = b;
 			break;
 		}
+		case O_NOSYNC: j->sync = 0; break;
+		case O_NODOWNLOAD: *download_only = 0; break;
+		case O_NOEXISTING: break;
 		case O_R: if (parse_int("replicas_to_aggregate", optarg, 1, 4096, &v)) return 2; j->replicas = (int)v; break;
 		case O_STEPS: if (parse_int("train_steps", optarg, 1, 1L << 30, &v)) return 2; j->train_steps = v; break;
 		case O_BATCH: if (parse_int("batch_size", optarg, 1, 65536, &v)) return 2; j->batch_size = (int)v; break;

@@ -14,8 +14,8 @@
 static void test_bool(void **st)
 {
 	(void)st;
-	const char *t[] = { "True", "true", "1", "yes", "TRUE", "Yes" };
-	const char *f[] = { "False", "false", "0", "no", "NO" };
+	const char *t[] = { "True", "true", "1", "yes", "TRUE", "Yes", "t", "T" }; /* t, f: absl's */
+	const char *f[] = { "False", "false", "0", "no", "NO", "f", "F" };
 	const char *bad[] = { "", "2", "y", "truee", "on", " true" };
 	int v;
 	for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
