@@ -53,7 +53,8 @@ struct shard {
 	struct rdm_opt_state ost;
 	uint64_t version;           /* G */
 	uint64_t *consumed;         /* last seq seen per worker */
-	int *pending;               /* workers whose gradient waits for the update (R > W: in acc, else in its slot) */
+	int *pending;               /* workers whose gradient waits for the update in its slot (R <= W; R > W:
+				     * only the R-th, for the instant between the update and its release) */
 	const float **gsrc;         /* R <= W: the pending slots in worker order, for rdm_sum_head */
 	uint8_t *ever;              /* worker has connected at least once */
 	uint8_t *gone;              /* its connection broke and was not replaced */
@@ -167,7 +168,6 @@ static void on_grad(struct shard *s, int i)
 		return;
 	}
 	s->accepted++;
-	s->pending[s->npending++] = i;
 	if (s->R > s->W) {
 		/* workers compute several batches per update: each is released
 		 * after its push and writes its slot again before the update, so
@@ -182,6 +182,9 @@ static void on_grad(struct shard *s, int i)
 			return;
 		}
 		apply_and_publish(s, s->acc, slot_floats(s, i), 1.0f / (float)s->R);
+		/* the R-th's worker alone waits for this update (the others
+		 * were released at their push): pending holds at most W + 1 */
+		s->pending[s->npending++] = i;
 	} else {
 		/* R <= W: a pending gradient stays in its slot until the update
 		 * (its worker waits for the release to push again, a rejoined one
@@ -189,6 +192,7 @@ static void on_grad(struct shard *s, int i)
 		 * where they lie, in worker order (the result does not depend on
 		 * the arrival order), the last one fused into the optimizer pass:
 		 * R = 2 is one pass over both slots. */
+		s->pending[s->npending++] = i;
 		if (++s->count < s->R)
 			return;
 		int *pd = s->pending, np = s->npending;

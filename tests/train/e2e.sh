@@ -2,8 +2,8 @@
 # End-to-end training runs through `rdmaps launch` (POSIX sh: also runs under
 # busybox inside the SoftRoCE VM).
 # usage: e2e.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
-#   CASE: sync | async | backup | lstm | ps_spin | ps_progress | worker_progress |
-#         slow_compute | cli
+#   CASE: sync | async | backup | over_aggregate | lstm | ps_spin | ps_progress |
+#         worker_progress | slow_compute | cli
 # Exit 0 pass, 1 fail, 77 skipped (no data, or no RDMA device for rdma).
 bin=$1; tr=$2; data=$3; case=$4
 out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
@@ -174,6 +174,21 @@ lstm)
 		|| fail "launch exited non-zero"
 	check_ce 5756 2
 	;;
+over_aggregate)
+	# R > W (replicas_to_aggregate 5, 2 workers): a worker is released at
+	# each push, so the workers compute several batches per update, as TF's
+	# tokens let them.  Each update takes exactly R accepted gradients (2 ps:
+	# both shards say so).  The ps's pending list once grew by one per
+	# accepted gradient here and ran past its W + 1 entries (a heap
+	# overflow: the asan tier runs this test).
+	timeout 600 "$bin" launch --ps=2 --workers=2 --sync_replicas --replicas_to_aggregate=5 \
+		--transport="$tr" --data_dir="$data" --train_steps=20 --log_every=10 --timeout=60 >"$out" 2>&1 \
+		|| fail "launch exited non-zero"
+	check_ce 5000 2
+	[ "$(grep -c 'global step 20, 20 updates, 100 gradients accepted' "$out")" -eq 2 ] \
+		|| fail "both ps shards must report 20 updates of 5 accepted gradients each"
+	grep 'dropped (stale)' "$out"
+	;;
 cli)
 	expect2() {
 		"$bin" "$@" >"$out" 2>&1; rc=$?
@@ -257,8 +272,10 @@ cli)
 		# the ephemeral range (32768-60999 here), connect() from inside
 		# it, so neither can take this one
 		pport=$((10000 + ($$ * 7 + try * 131) % 6000))
-		"$bin" --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
-			--transport=tcp --timeout=30 >"$pslog" 2>&1 &
+		# (TF's spellings on the way: one dash, and a --noNAME boolean
+		# after --NAME=True: this ps is async, as the worker below)
+		"$bin" -job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
+			--sync_replicas=True --nosync_replicas --transport=tcp --timeout=30 >"$pslog" 2>&1 &
 		pp=$!
 		k=0
 		while ! grep -q "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
@@ -271,6 +288,8 @@ cli)
 	kill $pp 2>/dev/null; wait $pp
 	grep -q "refused a connection (role 1, index 0, model/placement/flags mismatch)" "$pslog" \
 		|| { cat "$pslog"; rm -f "$pslog"; fail "the ps did not say why it refused the worker"; }
+	grep -q "floats, async, 1 worker" "$pslog" \
+		|| { cat "$pslog"; rm -f "$pslog"; fail "-job_name=ps --sync_replicas=True --nosync_replicas: not an async ps"; }
 	rm -f "$pslog"
 	[ $rc -eq 1 ] || fail "a worker with other flags than its ps exited $rc, expected 1 (124: still retrying)"
 	grep -q "cannot connect to ps 0 at 127.0.0.1:$pport: the peer runs another job configuration" "$out" \
