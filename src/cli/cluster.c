@@ -258,7 +258,8 @@ int rdmaps_cluster_from_tf_config(const char *json, struct rdmaps_cluster *c, ch
 	memset(c, 0, sizeof *c);
 	if (!json || !*json)
 		return fail(err, errlen, "TF_CONFIG is empty");
-	cJSON *root = cJSON_Parse(json);
+	/* require_null_terminated: junk after the object is an error, not ignored */
+	cJSON *root = cJSON_ParseWithOpts(json, NULL, 1);
 	if (!root) {
 		const char *at = cJSON_GetErrorPtr();
 		if (!at || !*at)

@@ -23,7 +23,7 @@ struct rdmaps_cluster {
 	char **worker_hosts; /* nworkers "host:port" strings, malloc'd */
 };
 
-/* True/true/1/yes/False/false/0/no (letters case-insensitive); s == NULL (a bare
+/* True/true/t/1/yes/False/false/f/0/no (letters case-insensitive); s == NULL (a bare
  * flag) means true.  Anything else: RDMAPS_E_INVAL, *out untouched. */
 int rdmaps_parse_bool(const char *s, int *out);
 

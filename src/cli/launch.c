@@ -32,6 +32,21 @@ struct task {
 /* SIGINT, SIGTERM or SIGHUP to the launcher: stop every task, then exit
  * 128 + the signal.  (Without this the tasks outlived a launcher killed by
  * a job scheduler's SIGTERM until they next wrote a line.) */
+/* argv[a] is flag NAME in any spelling parse_flags takes (-NAME, --NAME,
+ * with =VALUE or not): 1 = with its value in this word, 2 = the value is
+ * the next word, 0 = another word. */
+static int flag_word(const char *arg, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (arg[0] != '-')
+		return 0;
+	arg += arg[1] == '-' ? 2 : 1;
+	if (strncmp(arg, name, n))
+		return 0;
+	return arg[n] == '=' ? 1 : arg[n] == 0 ? 2 : 0;
+}
+
 static volatile sig_atomic_t got_sig;
 static void on_sig(int sig) { got_sig = sig; }
 
@@ -189,12 +204,16 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 		cargv[c++] = psf;
 		cargv[c++] = wkf;
 		for (int a = 0; a < argc && c < 250; a++) {
-			if (!strncmp(argv[a], "--ps=", 5) || !strncmp(argv[a], "--workers=", 10))
+			int fw;
+			/* launch's own flags; "--ps 2" drops the 2 too */
+			if ((fw = flag_word(argv[a], "ps")) || (fw = flag_word(argv[a], "workers"))) {
+				a += fw == 2;
 				continue;
+			}
 			/* --metrics: one file per worker (they would truncate and
 			 * interleave one shared file), named by metrics_path() */
-			if (!strcmp(argv[a], "--metrics") || !strncmp(argv[a], "--metrics=", 10)) {
-				a += !strcmp(argv[a], "--metrics");
+			if ((fw = flag_word(argv[a], "metrics"))) {
+				a += fw == 2;
 				if (is_ps || !j->metrics[0])
 					continue;
 				char path[sizeof(j->metrics) + 32];
@@ -217,7 +236,12 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 		}
 	}
 
-	double deadline = rdmaps_now() + j->timeout_s * 10.0 + 60;
+	/* The safety net for a cluster hung in a way no task's own timeouts
+	 * catch: silence.  Any task's output pushes it back, so a long job that
+	 * prints (per-step lines, --log_every) runs as long as it trains; until
+	 * 2026-12-05 this was a deadline on the whole job (21 min by default). */
+	const double quiet_s = j->timeout_s * 10.0 + 60;
+	double deadline = rdmaps_now() + quiet_s;
 	int open_fds = n, workers_left = W;
 	while (open_fds > 0 || workers_left > 0) {
 		struct pollfd pf[MAX_TASKS];
@@ -249,6 +273,7 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 			if (r > 0) {
 				t->len += (size_t)r;
 				flush_lines(t, 0);
+				deadline = rdmaps_now() + quiet_s;
 			} else {
 				flush_lines(t, 1);
 				close(t->fd);
@@ -277,7 +302,8 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 		if (rdmaps_now() > deadline) {
 			if (prog_on)
 				rdmaps_progress_end(&prog);
-			fprintf(stdout, "rdmaps launch: timed out; stopping every task\n");
+			fprintf(stdout, "rdmaps launch: no task printed anything for %.0f s (10 x --timeout + 60); "
+				"stopping every task\n", quiet_s);
 			rc = 1;
 			goto stop;
 		}

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,12 +82,37 @@ static int parse_float(const char *name, const char *s, double *out)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || *end || end == s || !(v > 0)) {
-		fprintf(stderr, "rdmaps: --%s=%s: expected a positive number\n", name, s);
+	/* as the float it becomes: 1e39 is inf, 1e-50 is 0 */
+	if (errno || *end || end == s || !isfinite((float)v) || !((float)v > 0)) {
+		fprintf(stderr, "rdmaps: --%s=%s: expected a positive, finite number (as a float)\n", name, s);
 		return -1;
 	}
 	*out = v;
 	return 0;
+}
+
+/* A path flag into dst[size]: too long is an error, not a silently cut
+ * path (which could name another, existing file). */
+static int copy_path(const char *name, const char *s, char *dst, size_t size)
+{
+	if (!*s || strlen(s) >= size) {
+		fprintf(stderr, "rdmaps: --%s='%.40s%s': expected a path of 1 to %zu bytes\n", name, s,
+			strlen(s) > 40 ? "..." : "", size - 1);
+		return -1;
+	}
+	memcpy(dst, s, strlen(s) + 1);
+	return 0;
+}
+
+/* The host list of a repeated --ps_hosts / --worker_hosts: the last one
+ * counts, the earlier one is freed. */
+static void hostlist_free(char ***h, int *n)
+{
+	for (int i = 0; *h && i < *n; i++)
+		free((*h)[i]);
+	free(*h);
+	*h = NULL;
+	*n = 0;
 }
 
 enum {
@@ -152,7 +178,7 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 {
 	long v;
 	double d;
-	char err[256];
+	char err[256] = "out of memory"; /* what a parser that ran out of memory left unsaid */
 	int slurm_ps = -1;
 	long port_base = 8888;
 
@@ -176,12 +202,14 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 			j->task_index = (int)v;
 			break;
 		case O_PSH:
+			hostlist_free(&j->ps_hosts, &j->nps);
 			if (rdmaps_parse_hostlist(optarg, &j->ps_hosts, &j->nps, err, sizeof(err))) {
 				fprintf(stderr, "rdmaps: --ps_hosts: %s\n", err);
 				return 2;
 			}
 			break;
 		case O_WKH:
+			hostlist_free(&j->worker_hosts, &j->nworkers);
 			if (rdmaps_parse_hostlist(optarg, &j->worker_hosts, &j->nworkers, err, sizeof(err))) {
 				fprintf(stderr, "rdmaps: --worker_hosts: %s\n", err);
 				return 2;
@@ -211,7 +239,7 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 			}
 			j->model_set = 1;
 			break;
-		case O_DATA: snprintf(j->data_dir, sizeof(j->data_dir), "%s", optarg); break;
+		case O_DATA: if (copy_path("data_dir", optarg, j->data_dir, sizeof(j->data_dir))) return 2; break;
 		case O_TRANSPORT:
 			if (rt_kind_parse(optarg, &j->transport)) {
 				fprintf(stderr, "rdmaps: --transport=%s: must be auto, rdma or tcp\n", optarg);
@@ -220,9 +248,9 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 			break;
 		case O_SEED: if (parse_int("seed", optarg, 0, 0x7fffffffL, &v)) return 2; j->seed = (uint64_t)v; break;
 		case O_LOGEVERY: if (parse_int("log_every", optarg, 1, 1L << 30, &v)) return 2; j->log_every = v; break;
-		case O_METRICS: snprintf(j->metrics, sizeof(j->metrics), "%s", optarg); break;
+		case O_METRICS: if (copy_path("metrics", optarg, j->metrics, sizeof(j->metrics))) return 2; break;
 		case O_TIMEOUT: if (parse_int("timeout", optarg, 1, 86400, &v)) return 2; j->timeout_s = (int)v; break;
-		case O_DUMP: snprintf(j->dump_params, sizeof(j->dump_params), "%s", optarg); break;
+		case O_DUMP: if (copy_path("dump_params", optarg, j->dump_params, sizeof(j->dump_params))) return 2; break;
 		case O_LOGDIR:
 			if (!*optarg || strlen(optarg) >= sizeof(j->logdir) - 64) {
 				fprintf(stderr, "rdmaps: --logdir='%s': expected a directory path (at most %zu bytes)\n",
@@ -246,7 +274,7 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 			break;
 		case O_STRAG_TASK: if (parse_int("straggler_task", optarg, 0, 65535, &v)) return 2; j->straggler_task = (int)v; break;
 		case O_STRAG_MS: if (parse_int("straggler_delay_ms", optarg, 0, 60000, &v)) return 2; j->straggler_delay_ms = (int)v; break;
-		case O_SNAP_FILE: snprintf(j->snapshot_file, sizeof(j->snapshot_file), "%s", optarg); break;
+		case O_SNAP_FILE: if (copy_path("snapshot_file", optarg, j->snapshot_file, sizeof(j->snapshot_file))) return 2; break;
 		case O_SNAP_EVERY: if (parse_int("snapshot_every", optarg, 1, 1L << 30, &v)) return 2; j->snapshot_every = v; break;
 		case O_NUMGPUS: if (parse_int("num_gpus", optarg, 0, 1024, &v)) return 2; break; /* CPU only: accepted, ignored */
 		case O_DOWNLOAD_ONLY:
@@ -271,15 +299,30 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 				fprintf(stderr, "rdmaps: --auth_token_file=%s: %s\n", optarg, strerror(errno));
 				return 2;
 			}
-			size_t n = fread(j->token, 1, sizeof(j->token) - 1, f);
+			/* read one byte past the limit: a longer token is refused, not
+			 * cut (two tokens alike in their first RT_TOKEN_MAX bytes
+			 * would match) */
+			char tb[RT_TOKEN_MAX + 3];
+			size_t n = fread(tb, 1, sizeof(tb), f);
+			int rerr = ferror(f) ? errno : 0;
 			fclose(f);
-			while (n && (j->token[n - 1] == '\n' || j->token[n - 1] == '\r'))
+			if (rerr) {
+				fprintf(stderr, "rdmaps: --auth_token_file=%s: %s\n", optarg, strerror(rerr));
+				return 2;
+			}
+			while (n && (tb[n - 1] == '\n' || tb[n - 1] == '\r'))
 				n--;
-			j->token[n] = 0;
 			if (!n) {
 				fprintf(stderr, "rdmaps: --auth_token_file=%s: empty token\n", optarg);
 				return 2;
 			}
+			if (n > RT_TOKEN_MAX || memchr(tb, 0, n)) {
+				fprintf(stderr, "rdmaps: --auth_token_file=%s: the token must be 1 to %d bytes without NUL "
+					"(one line; a trailing newline is dropped)\n", optarg, RT_TOKEN_MAX);
+				return 2;
+			}
+			memcpy(j->token, tb, n);
+			j->token[n] = 0;
 			break;
 		}
 		case O_PS:
@@ -306,6 +349,13 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		fprintf(stderr, "rdmaps: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (launch_mode && (j->job_name[0] || j->task_index >= 0 || j->ps_hosts || j->worker_hosts)) {
+		fprintf(stderr, "rdmaps launch: --%s: launch gives every task its --job_name, --task_index, "
+			"--ps_hosts and --worker_hosts itself (from --ps and --workers); drop it\n",
+			j->job_name[0] ? "job_name" : j->task_index >= 0 ? "task_index" : j->ps_hosts ? "ps_hosts"
+			: "worker_hosts");
+		return 2;
+	}
 	if (launch_mode || *download_only)
 		return 0;
 
@@ -327,6 +377,15 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 				return 2;
 			}
 			have = 1;
+		}
+		if (have && (j->task_index >= 0 || j->worker_hosts)) {
+			/* half a cluster from flags, half from the environment:
+			 * which one is meant is a guess, so neither is taken */
+			fprintf(stderr, "rdmaps: --%s conflicts with the cluster from %s; give the whole cluster "
+				"(--job_name, --task_index, --ps_hosts, --worker_hosts) on the command line, or none of it\n",
+				j->task_index >= 0 ? "task_index" : "worker_hosts", tfc && *tfc ? "TF_CONFIG" : "Slurm");
+			rdmaps_cluster_free(&c);
+			return 2;
 		}
 		if (have) {
 			snprintf(j->job_name, sizeof(j->job_name), "%s", c.job_name);
