@@ -481,6 +481,12 @@ static int download_only_main(const struct rdmaps_job *j)
 	char err[512];
 	int rc = rdm_mnist_load(j->data_dir, &tr, &va, &te, err, sizeof(err));
 
+	if (!rc && ((rc = rdm_images_check_28x28(&tr, "train-images-idx3-ubyte", err, sizeof(err))) ||
+		    (rc = rdm_images_check_28x28(&te, "t10k-images-idx3-ubyte", err, sizeof(err))))) {
+		rdm_images_free(&tr);
+		rdm_images_free(&va);
+		rdm_images_free(&te);
+	}
 	if (rc) {
 		fprintf(stderr, "rdmaps: --download_only: no usable MNIST-format data set in %s: %s\n", j->data_dir,
 			err[0] ? err : rdmaps_strerror(rc));

@@ -51,6 +51,11 @@ int rdm_idx_load(const char *images_path, const char *labels_path, struct rdm_im
  * 5000 images. */
 int rdm_mnist_load(const char *data_dir, struct rdm_images *train, struct rdm_images *validation, struct rdm_images *test, char *err, size_t errlen);
 
+/* The models take 28x28 images (784 inputs).  Returns 0, or
+ * RDMAPS_E_CORRUPT with err naming `what` and the size it has (a loader
+ * that took any size would let a 40x40 file overrun the batch buffers). */
+int rdm_images_check_28x28(const struct rdm_images *d, const char *what, char *err, size_t errlen);
+
 /* Frees mem and y and zeroes *d; accepts NULL and already-freed structs. */
 void rdm_images_free(struct rdm_images *d);
 

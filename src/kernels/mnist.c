@@ -123,3 +123,13 @@ test:
 	}
 	return 0;
 }
+
+int rdm_images_check_28x28(const struct rdm_images *d, const char *what, char *err, size_t errlen)
+{
+	if (d && d->rows == 28 && d->cols == 28)
+		return 0;
+	if (err && errlen)
+		snprintf(err, errlen, "%s: images are %dx%d, the models take 28x28 (MNIST, Fashion-MNIST)",
+			 what, d ? d->rows : 0, d ? d->cols : 0);
+	return RDMAPS_E_CORRUPT;
+}

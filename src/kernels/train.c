@@ -51,6 +51,11 @@ int rdm_train_run(const struct rdm_train_opts *o, struct rdm_train_result *res)
 		RDMAPS_ERR("loading MNIST from %s: %s", o->data_dir, err[0] ? err : rdmaps_strerror(rc));
 		return rc < 0 ? rc : RDMAPS_E_IO;
 	}
+	if ((rc = rdm_images_check_28x28(&tr, "train-images-idx3-ubyte", err, sizeof(err))) ||
+	    (rc = rdm_images_check_28x28(&te, "t10k-images-idx3-ubyte", err, sizeof(err)))) {
+		RDMAPS_ERR("%s: %s", o->data_dir, err);
+		goto out;
+	}
 	if (o->batch_size > tr.n) {
 		/* an epoch would be 0 steps: nothing trained, loss NaN */
 		RDMAPS_ERR("--batch_size=%d is larger than the %d training examples in %s", o->batch_size, tr.n,

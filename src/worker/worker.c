@@ -8,10 +8,12 @@
  * (RT_CAP_ORDERED_PLACEMENT), else after the WRITEs completed.  No copy
  * between the model vectors and registered buffers: they are registered.
  * Same loop for sync and async; the ps policy differs. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli/cluster.h"
 #include "kernels/data.h"
@@ -561,6 +563,52 @@ static int wait_token(struct worker *w, int p)
 
 /* --snapshot_file record (bench/step/eval_snapshots reads it): u64 global
  * step, f64 time (rdmaps_now), u64 nfloats, then the parameters. */
+/* --dump_params: the final parameters, raw floats, into PATH.tmp.PID, then
+ * fsync and rename over PATH, so that a failed write (full disk) leaves the
+ * previous dump as it was (a PATH that is not a regular file is written
+ * directly).  Returns 0, or -1 after saying why. */
+static int dump_params(const struct worker *w, const char *path)
+{
+	char tmp[sizeof(((struct rdmaps_job *)0)->dump_params) + 32];
+	FILE *f;
+	int ok;
+
+	struct stat st;
+	/* a device or FIFO (/dev/stdout, a pipe) is written as it is: renaming
+	 * a file over it would replace the node */
+	int direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	if (direct)
+		snprintf(tmp, sizeof(tmp), "%s", path);
+	f = fopen(tmp, "wb");
+	if (!f) {
+		fprintf(stderr, "Worker %d: cannot write --dump_params=%s: %s: %s\n", w->me, path, tmp, strerror(errno));
+		return -1;
+	}
+	int err = 0;
+	ok = fwrite(w->params, sizeof(float), w->L.nparams, f) == w->L.nparams && fflush(f) == 0 &&
+	     (direct || fsync(fileno(f)) == 0);
+	if (!ok)
+		err = errno;
+	if (fclose(f) && ok) {
+		ok = 0;
+		err = errno;
+	}
+	if (ok && !direct && rename(tmp, path)) {
+		ok = 0;
+		err = errno;
+	}
+	if (!ok) {
+		fprintf(stderr, "Worker %d: cannot write --dump_params=%s: %s%s\n", w->me, path,
+			strerror(err ? err : EIO), direct ? "" : " (an earlier file there is kept)");
+		if (!direct)
+			unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
 static int snapshot(struct worker *w, FILE *f, uint64_t gstep, double t)
 {
 	uint64_t hd[3] = { gstep, 0, w->L.nparams };
@@ -591,6 +639,10 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	if (rdm_mnist_load(j->data_dir, &train, &val, NULL, err, sizeof(err))) {
 		fprintf(stderr, "Worker %d: %s\n", w.me, err);
 		return 1;
+	}
+	if (rdm_images_check_28x28(&train, j->data_dir, err, sizeof(err))) {
+		fprintf(stderr, "Worker %d: %s\n", w.me, err);
+		goto out_data; /* ret is 1 */
 	}
 	if ((rc = rdmaps_layout_new(j, j->batch_size > 1000 ? j->batch_size : 1000, &w.L))) {
 		fprintf(stderr, "Worker %d: model set-up failed: %s\n", w.me, rdmaps_strerror(rc));
@@ -802,16 +854,8 @@ lost:
 	rdm_model_eval_pixels(w.L.model, w.params, val.px, val.y, val.n, &vloss, &correct);
 	printf("After %ld training step(s), validation cross entropy = %g\n", j->train_steps, vloss);
 	fflush(stdout);
-	if (j->dump_params[0]) {
-		FILE *f = fopen(j->dump_params, "wb");
-		if (!f || fwrite(w.params, sizeof(float), w.L.nparams, f) != w.L.nparams) {
-			fprintf(stderr, "Worker %d: cannot write %s\n", w.me, j->dump_params);
-			if (f)
-				fclose(f);
-			goto out_conn;
-		}
-		fclose(f);
-	}
+	if (j->dump_params[0] && dump_params(&w, j->dump_params))
+		goto out_conn;
 	ret = 0;
 out_conn:
 	for (int p = 0; p < w.P; p++)
@@ -836,8 +880,11 @@ out_mem:
 		ret = 1;
 	}
 out_metrics:
-	if (mf)
-		fclose(mf);
+	/* a full disk shows here (the lines went out buffered): say so */
+	if (mf && (ferror(mf) | fclose(mf))) {
+		fprintf(stderr, "Worker %d: cannot write --metrics=%s: %s\n", w.me, j->metrics, strerror(errno));
+		ret = 1;
+	}
 out_layout:
 	rdmaps_layout_free(&w.L);
 out_data:

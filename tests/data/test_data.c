@@ -348,6 +348,23 @@ static void t_mnist_split(void **st)
 	assert_non_null(strstr(err, "validation"));
 }
 
+/* The models' input size: 28x28 passes, anything else is refused by name. */
+static void t_check_28x28(void **st)
+{
+	(void)st;
+	struct rdm_images d = { .n = 1, .rows = 28, .cols = 28 };
+	char err[256] = "";
+	assert_int_equal(rdm_images_check_28x28(&d, "x", err, sizeof(err)), 0);
+	d.rows = 40;
+	d.cols = 40;
+	assert_int_equal(rdm_images_check_28x28(&d, "big", err, sizeof(err)), RDMAPS_E_CORRUPT);
+	assert_non_null(strstr(err, "big: images are 40x40"));
+	d.rows = 28;
+	d.cols = 27;
+	assert_int_equal(rdm_images_check_28x28(&d, "x", err, sizeof(err)), RDMAPS_E_CORRUPT);
+	assert_int_equal(rdm_images_check_28x28(NULL, "x", err, sizeof(err)), RDMAPS_E_CORRUPT);
+}
+
 /* Dataset of 1x2 images where image i holds its index in its two pixels
  * (low byte, high byte) and label i%10. */
 static struct rdm_images index_data(int n)
@@ -512,6 +529,7 @@ int main(void)
 		cmocka_unit_test(t_label_range),
 		cmocka_unit_test(t_missing),
 		cmocka_unit_test(t_mnist_split),
+		cmocka_unit_test(t_check_28x28),
 		cmocka_unit_test(t_batch_deterministic),
 		cmocka_unit_test(t_batch_epoch_permutation),
 		cmocka_unit_test(t_batch_epoch_crossing),

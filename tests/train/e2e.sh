@@ -287,6 +287,35 @@ cli)
 	[ $rc -eq 1 ] || fail "'rdmaps --download_only' on a missing directory exited $rc, expected 1"
 	grep -q "fetch-data.sh" "$out" || fail "'rdmaps --download_only' on a missing directory gave no fetch hint"
 	echo "  --download_only: 0 with the data, 1 and the fetch hint without it"
+	# images of another size than 28x28 (a valid IDX file otherwise): the
+	# worker, train and --download_only refuse them (they used to overrun
+	# the batch buffers: free(): invalid pointer)
+	bad=${TMPDIR:-/tmp}/rdmaps-e2e-$$-40x40
+	mkdir -p "$bad"
+	{ printf '\000\000\010\003\000\000\023\211\000\000\000\050\000\000\000\050'; head -c $((5001 * 1600)) /dev/zero; } >"$bad/train-images-idx3-ubyte"
+	{ printf '\000\000\010\001\000\000\023\211'; head -c 5001 /dev/zero; } >"$bad/train-labels-idx1-ubyte"
+	{ printf '\000\000\010\003\000\000\000\001\000\000\000\050\000\000\000\050'; head -c 1600 /dev/zero; } >"$bad/t10k-images-idx3-ubyte"
+	{ printf '\000\000\010\001\000\000\000\001'; head -c 1 /dev/zero; } >"$bad/t10k-labels-idx1-ubyte"
+	"$bin" train --data_dir="$bad" --epochs=1 >"$out" 2>&1; rc=$?
+	[ $rc -eq 1 ] && grep -q "images are 40x40, the models take 28x28" "$out" \
+		|| { rm -rf "$bad"; fail "'rdmaps train' on 40x40 images exited $rc without saying why"; }
+	"$bin" --download_only --data_dir="$bad" >"$out" 2>&1; rc=$?
+	[ $rc -eq 1 ] && grep -q "images are 40x40" "$out" \
+		|| { rm -rf "$bad"; fail "'rdmaps --download_only' on 40x40 images exited $rc without saying why"; }
+	timeout 60 "$bin" launch --ps=1 --workers=1 --transport=tcp --data_dir="$bad" --train_steps=2 --timeout=20 >"$out" 2>&1; rc=$?
+	rm -rf "$bad"
+	[ $rc -eq 1 ] && grep -q "Worker 0: .*images are 40x40, the models take 28x28" "$out" \
+		|| fail "a worker on 40x40 images: launch exited $rc without the worker saying why"
+	echo "  40x40 images: train, --download_only and a worker refuse them, exit 1"
+	# write errors at the end (a full disk): the worker says so and exits 1
+	# (both were ignored: exit 0 and an empty file)
+	for f in metrics dump_params; do
+		timeout 60 "$bin" launch --ps=1 --workers=1 --transport=tcp --data_dir="$data" --train_steps=2 \
+			--"$f"=/dev/full >"$out" 2>&1 && fail "--$f=/dev/full: launch exited 0"
+		grep -q "Worker 0: cannot write --$f=/dev/full: No space left on device" "$out" \
+			|| fail "--$f=/dev/full: the worker did not say it could not write"
+	done
+	echo "  --metrics and --dump_params on a full device: the worker says so, exit 1"
 	# no ps listening: the worker retries until --timeout, says so once after
 	# 1 s (not once per attempt: about 6 attempts in 3 s), then gives up
 	# with exit 1
