@@ -314,11 +314,15 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 	return RDMAPS_OK;
 }
 
-/* Read a whole file; RDMAPS_OK or RDMAPS_E_IO/NOMEM (reason in *why). */
-static int read_file(const char *path, uint8_t **buf, size_t *len, const char **why)
+/* Read a whole file of at most max bytes; RDMAPS_OK or RDMAPS_E_IO/NOMEM
+ * (reason in *why).  A larger file, or one that is not a regular file, is
+ * RDMAPS_E_IO before anything is allocated or read: a stray huge file or a
+ * FIFO named like a checkpoint must not stop the restore (O_NONBLOCK: opening
+ * a FIFO would otherwise wait for a writer). */
+static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, const char **why)
 {
 	*buf = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		*why = strerror(errno);
 		return RDMAPS_E_IO;
@@ -326,6 +330,11 @@ static int read_file(const char *path, uint8_t **buf, size_t *len, const char **
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		*why = "not a regular file";
+		close(fd);
+		return RDMAPS_E_IO;
+	}
+	if ((uint64_t)st.st_size > max) {
+		*why = "larger than any checkpoint of this shard's floats can be (one of another model or layout?)";
 		close(fd);
 		return RDMAPS_E_IO;
 	}
@@ -376,7 +385,9 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 		uint8_t *buf;
 		size_t len;
 		const char *why = "";
-		int r = read_file(path, &buf, &len, &why);
+		/* header + params, m, v, each with its crc (docs/checkpoint.md) */
+		size_t max = CK_HDR_LEN + 3 * ((size_t)nfloats * 4 + 4);
+		int r = read_file(path, max, &buf, &len, &why);
 		if (r == RDMAPS_E_NOMEM) {
 			rc = r;
 			break;

@@ -336,7 +336,9 @@ ckpt_restore)
 	grep -q "global step 150, 50 updates" "$dir/r3.log" || fail "r3: expected 50 updates to 150"
 	# another model: every file mismatches -> named, then a clean start
 	run r4 20 --hidden_units=50
-	grep -q "skipping $ck/shard-0-step-150.ckpt: .*mismatch" "$dir/r4.log" || fail "r4: mismatch not named"
+	# (a smaller model: the old file is too large for it, refused before it is read)
+	grep -q "skipping $ck/shard-0-step-150.ckpt: .*\(mismatch\|another model or layout\)" "$dir/r4.log" \
+		|| fail "r4: mismatch not named"
 	grep -q "starting clean" "$dir/r4.log" || fail "r4: clean start not said"
 	# a logdir that is a file: a clear error, non-zero exit
 	: >"$dir/afile"
