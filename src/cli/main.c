@@ -22,6 +22,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: rdmaps --job_name=ps|worker --task_index=N --ps_hosts=H:P[,..] --worker_hosts=H:P[,..] [training flags]\n"
+		"  (host lists default to mnist_replica's: --ps_hosts=localhost:2222\n"
+		"  --worker_hosts=localhost:2223,localhost:2224)\n"
 		"       rdmaps launch --ps=P --workers=W [training flags]\n"
 		"       rdmaps train --model=mlp|lstm --data_dir=DIR [--epochs=N ...]\n"
 		"       rdmaps ports N [IPV4]   (N distinct free ports on IPV4, default 127.0.0.1, as launch picks them)\n"
@@ -408,8 +410,11 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		fprintf(stderr, "rdmaps: must specify --task_index\n");
 		return 2;
 	}
-	if (!j->ps_hosts || !j->worker_hosts) {
-		fprintf(stderr, "rdmaps: must specify --ps_hosts and --worker_hosts\n");
+	/* mnist_replica's defaults: one ps and two workers on this host */
+	if ((!j->ps_hosts && rdmaps_parse_hostlist("localhost:2222", &j->ps_hosts, &j->nps, err, sizeof(err))) ||
+	    (!j->worker_hosts &&
+	     rdmaps_parse_hostlist("localhost:2223,localhost:2224", &j->worker_hosts, &j->nworkers, err, sizeof(err)))) {
+		fprintf(stderr, "rdmaps: the default host lists: %s\n", err);
 		return 2;
 	}
 	int n = !strcmp(j->job_name, "ps") ? j->nps : j->nworkers;

@@ -59,6 +59,12 @@ int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_l
 		h ^= parts[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
 	}
 	l->hash = h;
+	/* The ps runs the optimizer with its own --learning_rate; a worker
+	 * started with another must not train silently at the ps's rate.  Kept
+	 * out of l->hash, so a restart may resume a checkpoint at a new rate. */
+	uint32_t lr_bits;
+	memcpy(&lr_bits, &j->learning_rate, sizeof(lr_bits));
+	l->job_hash = h ^ ((uint64_t)lr_bits + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
 	return 0;
 }
 

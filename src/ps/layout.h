@@ -114,7 +114,8 @@ struct rdmaps_layout {
 	struct rdm_model *model;      /* owned */
 	struct rdmaps_placement place;
 	size_t nparams;
-	uint64_t hash;
+	uint64_t hash;     /* model, placement, workers, sync, R: checkpoints carry it */
+	uint64_t job_hash; /* hash + --learning_rate: a worker's hello must match the ps's */
 };
 int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_layout *l);
 void rdmaps_layout_free(struct rdmaps_layout *l);

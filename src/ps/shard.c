@@ -376,8 +376,8 @@ static int accept_some(struct shard *s, int tmo_ms)
 		return 0;
 	}
 	const struct rt_hello *hi = rt_request_hello(req);
-	if (hi->role != RDMAPS_ROLE_WORKER || hi->index >= (uint32_t)s->W || hi->layout_hash != s->L->hash) {
-		int other = hi->layout_hash != s->L->hash;
+	if (hi->role != RDMAPS_ROLE_WORKER || hi->index >= (uint32_t)s->W || hi->layout_hash != s->L->job_hash) {
+		int other = hi->layout_hash != s->L->job_hash;
 		fprintf(stderr, "ps %d: refused a connection (role %u, index %u%s)\n", j->task_index, hi->role,
 			hi->index, other ? ", model/placement/flags mismatch" : "");
 		/* told why: a worker with other flags stops at once instead of

@@ -288,7 +288,7 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 {
 	const struct rdmaps_job *j = w->j;
 	struct wshard *sh = &w->s[p];
-	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = (uint32_t)w->me, .layout_hash = w->L.hash };
+	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = (uint32_t)w->me, .layout_hash = w->L.job_hash };
 	char host[256];
 	uint16_t port;
 	if (rdmaps_split_hostport(j->ps_hosts[p], host, sizeof(host), &port))
@@ -322,8 +322,8 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 					j->ps_hosts[p], rdmaps_strerror(rc),
 					rc == RDMAPS_E_IN_USE ? " (another live worker runs with this --task_index)"
 					: rc == RDMAPS_E_MISMATCH ? " (this worker and the ps differ in --model, "
-					  "--hidden_units, the number of ps or workers, --sync_replicas or "
-					  "--replicas_to_aggregate)"
+					  "--hidden_units, the number of ps or workers, --sync_replicas, "
+					  "--replicas_to_aggregate or --learning_rate)"
 					: now > end ? " (gave up after --timeout)" : "");
 			return rc;
 		}

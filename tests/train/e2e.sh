@@ -276,6 +276,13 @@ cli)
 	"$bin" train --mod=lstm --data_dir="$data" --epochs=0 >"$out" 2>&1 && grep -q "^model lstm" "$out" \
 		|| fail "'rdmaps train --mod=lstm' did not build the lstm"
 	echo "  39 argument errors (flags, token files, ports, devices, launch, train), 5 distinct ports from rdmaps ports, Slurm without --slurm_num_ps and three bad TF_CONFIGs each exited 2 with a message"
+	# mnist_replica's default host lists: one ps, two workers
+	"$bin" --job_name=worker --task_index=2 >"$out" 2>&1; rc=$?
+	[ $rc -eq 2 ] && grep -q "the worker job has 2 task(s)" "$out" \
+		|| fail "the default --worker_hosts (localhost:2223,localhost:2224) is not in effect"
+	"$bin" --job_name=ps --task_index=1 >"$out" 2>&1; rc=$?
+	[ $rc -eq 2 ] && grep -q "the ps job has 1 task(s)" "$out" \
+		|| fail "the default --ps_hosts (localhost:2222) is not in effect"
 	# --download_only (mnist_replica's; the dist_mnist_test harness runs it
 	# first): no cluster flags needed; 0 when --data_dir holds the data, 1
 	# with the fetch hint when it does not; --existing_servers is accepted
@@ -349,7 +356,16 @@ cli)
 	timeout 20 "$bin" --job_name=worker --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
 		--transport=tcp --data_dir="$data" --hidden_units=50 --timeout=60 >"$out" 2>&1
 	rc=$?
+	# another --learning_rate: the ps runs the optimizer, so it must match
+	# (it used to train silently at the ps's rate)
+	lrout=${TMPDIR:-/tmp}/rdmaps-e2e-$$-lr.log
+	timeout 20 "$bin" --job_name=worker --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
+		--transport=tcp --data_dir="$data" --learning_rate=0.001 --timeout=60 >"$lrout" 2>&1
+	lrc=$?
 	kill $pp 2>/dev/null; wait $pp
+	grep -q "the peer runs another job configuration (.*--learning_rate)" "$lrout"; lrmsg=$?
+	rm -f "$lrout"
+	[ $lrc -eq 1 ] && [ $lrmsg -eq 0 ] || fail "a worker with another --learning_rate than its ps exited $lrc without the reason"
 	grep -q "refused a connection (role 1, index 0, model/placement/flags mismatch)" "$pslog" \
 		|| { cat "$pslog"; rm -f "$pslog"; fail "the ps did not say why it refused the worker"; }
 	grep -q "floats, async, 1 worker" "$pslog" \
@@ -358,7 +374,7 @@ cli)
 	[ $rc -eq 1 ] || fail "a worker with other flags than its ps exited $rc, expected 1 (124: still retrying)"
 	grep -q "cannot connect to ps 0 at 127.0.0.1:$pport: the peer runs another job configuration" "$out" \
 		|| fail "a worker with other flags than its ps was not told why"
-	echo "  a worker with other flags than its ps: refused with the reason, exit 1 at once"
+	echo "  a worker with other flags than its ps (--hidden_units, --learning_rate): refused with the reason, exit 1 at once"
 	# launch's own flags with their value in the next word: not handed to
 	# the tasks (each used to fail on a stray "1")
 	timeout 120 "$bin" launch --ps 1 --workers 1 --transport=tcp --data_dir="$data" --train_steps=2 \
