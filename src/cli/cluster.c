@@ -62,10 +62,11 @@ int rdmaps_parse_bool(const char *s, int *out)
 	return RDMAPS_E_INVAL;
 }
 
-/* Strict decimal port 1..65535. */
+/* Strict decimal port 1..65535, no leading zero (a:02222 and a:2222 would
+ * pass the duplicate check as two entries and then collide). */
 static int parse_port(const char *s, uint16_t *port)
 {
-	if (!*s || strlen(s) > 5)
+	if (!*s || strlen(s) > 5 || s[0] == '0')
 		return RDMAPS_E_INVAL;
 	unsigned long v = 0;
 	for (const char *p = s; *p; p++) {
@@ -138,7 +139,7 @@ static int check_entry(const char *what, int idx, const char *e, char *err, size
 		return fail(err, errlen, "%s entry %d '%s': empty host", what, idx + 1, e);
 	const char *ps = colon + (e[0] == '[' ? 2 : 1);
 	if (parse_port(ps, &port))
-		return fail(err, errlen, "%s entry %d '%s': invalid port '%s' (want 1..65535)",
+		return fail(err, errlen, "%s entry %d '%s': invalid port '%s' (want 1..65535, no leading zero)",
 			    what, idx + 1, e, ps);
 	return fail(err, errlen, "%s entry %d '%s': malformed host", what, idx + 1, e);
 }

@@ -52,7 +52,7 @@ static void test_hostport(void **st)
 	assert_int_equal(rdmaps_split_hostport("10.0.0.1:1", h, sizeof h, &p), 0);
 	assert_int_equal(p, 1);
 	const char *bad[] = { "host", "host:", ":22", "host:0", "host:65536", "host:22a",
-			      "::1:22", "[::1]22", "[]:22", "host:-1", "ho st:22", "[::1:22" };
+			      "::1:22", "[::1]22", "[]:22", "host:-1", "ho st:22", "[::1:22", "host:02222" };
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		assert_int_equal(rdmaps_split_hostport(bad[i], h, sizeof h, &p), RDMAPS_E_INVAL);
 	char tiny[4];
