@@ -9,6 +9,13 @@ Reads OUT/step_bench.json (bench/step/step_bench.py), OUT/ps_apply.json
 files of the runs.  Writes OUT/report.txt, OUT/report.md, OUT/report.json
 (the derived figures) and OUT/plots/*.png.  Every figure is a ratio or a
 statistic of samples measured in that one directory's run.
+
+report.json, "transport" (one entry per configuration): pullpush_p50_us is
+pooled over the configuration's runs; tcp_rr_p50_us / tcp_step_p50_us are
+the references measured right after its own first run (reference_run /
+reference_step_run name it) and ratio / ratio_step the pooled p50 over
+them; paired_ratio / paired_ratio_step list each run's pull+push p50 over
+its own references, *_median their median: the paired figures.
 """
 import json
 import math
@@ -41,6 +48,29 @@ def med(v):
 def span(v):
     """median [min..max] of a list of ratios, or - when empty"""
     return "%.2f [%.2f..%.2f]" % (med(v), min(v), max(v)) if v else "-"
+
+
+def first_ref(R, g, kind):
+    """the plain-TCP reference (kind "tcp_rr" or "tcp_rr_step") of the
+    configuration's own first run that has one, and that run's name.  A
+    step_bench.json from before every run got its own references (45b22a6)
+    has only R[kind]["<model>_p<P>"], the first run of that model and P:
+    then that one, named by its label (another configuration's run)."""
+    for r in sorted(g["runs"], key=lambda r: r.get("rep", 0)):
+        q = r["result"].get(kind)
+        if q:
+            return q, r["name"]
+    q = R.get(kind, {}).get("%s_p%d" % (g["key"][0], g["key"][1]))
+    if q:
+        return q, q.get("label", "first run of %s P=%d" % (g["key"][0], g["key"][1]))
+    return None, None
+
+
+def refname(g, name):
+    """how a table names the run a reference came from: rN when it is the
+    configuration's own, else the whole run name"""
+    own = {r["name"]: r.get("rep", 0) for r in g["runs"]}
+    return "r%d" % own[name] if name in own else name
 
 
 def cfgname(r):
@@ -198,35 +228,42 @@ def main():
                     q["sync_gsteps_s"], q["async_gsteps_s"], sr, q["barrier_cost_us"], 100 * q["barrier_share"]))
 
         # ---- 5. transport cost vs plain TCP request/response
-        rr = R.get("tcp_rr", {})
-        trows = [(g, rr["%s_p%d" % (g["key"][0], g["key"][1])]) for g in G
-                 if "%s_p%d" % (g["key"][0], g["key"][1]) in rr and "push_bytes_per_step" in g["cfg"]]
+        # the unpaired columns: each configuration's own first run's
+        # references (not one per model and P, which is another
+        # configuration's run for every row but one)
+        trows = [(g,) + first_ref(R, g, "tcp_rr") for g in G if "push_bytes_per_step" in g["cfg"]]
+        trows = [(g, q, qn) for g, q, qn in trows if q]
         if trows:
             txt.append("\n== Transport cost of a step: pull+push per step (rdmaps: READ params + fenced 8 B READ, "
                        "one wait; push: WRITE gradient, 64 B slot header WRITE and 8 B FETCH_ADD, posted without waiting on "
                        "an ordered transport; no copies: both move straight from/to the flat model vectors) against tcp_rr, ONE plain TCP request/response "
                        "(request = the gradient bytes, response = the parameter bytes), both ROUND TRIPS, p50")
-            rst = R.get("tcp_rr_step", {})
             txt.append("   and against tcp_rr --mode step: plain TCP in the step's shape (push = send of the gradient "
                        "bytes, no answer; untimed release; pull = ROUND TRIP of an 8 B request and the parameter bytes; "
-                       "then an untimed idle gap as long as the first run's compute p50, gap_us)")
-            txt.append("   paired_* = each run's pull+push p50 over the references measured right after it, "
+                       "then an untimed idle gap as long as that run's compute p50, gap_us)")
+            txt.append("   tcp_rr_p50, tcp_step_p50, ratio, ratio_step: the references measured right after the "
+                       "configuration's own first run (ref: its repetition) and the pooled pull+push p50 over them; "
+                       "paired_* = each run's pull+push p50 over the references measured right after it, "
                        "median [min..max] over the configuration's runs")
-            ccs = sorted({q.get("congestion", "not recorded") for q in list(rr.values()) + list(rst.values())})
+            allref = [r["result"][k] for g in G for r in g["runs"] for k in ("tcp_rr", "tcp_rr_step")
+                      if r["result"].get(k)]
+            allref += list(R.get("tcp_rr", {}).values()) + list(R.get("tcp_rr_step", {}).values())
+            ccs = sorted({q.get("congestion", "not recorded") for q in allref})
             txt.append("   TCP congestion control (the system default; neither side sets one): %s" % ", ".join(ccs))
-            txt.append("%-24s %9s %9s %12s %11s %7s %13s %10s %20s %20s" % (
-                "config", "push_B", "pull_B", "pullpush_p50", "tcp_rr_p50", "ratio", "tcp_step_p50", "ratio_step",
-                "paired_rr", "paired_step"))
+            txt.append("%-24s %9s %9s %12s %5s %11s %7s %13s %10s %20s %20s" % (
+                "config", "push_B", "pull_B", "pullpush_p50", "ref", "tcp_rr_p50", "ratio", "tcp_step_p50",
+                "ratio_step", "paired_rr", "paired_step"))
             md.append("\n### Transport cost of a step against a plain TCP request/response (µs, round trips)\n")
             md.append("`tcp_rr`: one plain TCP request/response of the same bytes (the target's reference). "
                       "`tcp_rr --mode step`: the same bytes as plain TCP in the step's shape: push (send, no "
                       "answer waited for) + pull (round trip: 8 B request, parameter bytes back), the release "
                       "between them not timed (push / pull p50 in brackets), then an untimed idle gap as long as the "
-                      "compute p50 of the configuration's first run (gap µs), as a worker computes between its pull "
+                      "compute p50 of the run it follows (gap µs), as a worker computes between its pull "
                       "and its push.\n")
             md.append("Both references run right after every run, the step-shaped one with that run's compute p50 "
-                      "as its gap. The `tcp_rr` and step columns are the first run's references and the pooled "
-                      "pull+push over them; `paired` is each run's pull+push p50 over its own references, median "
+                      "as its gap. The `tcp_rr` and step columns are the references measured right after the "
+                      "configuration's own first run (its repetition in brackets; another run's name when the file "
+                      "predates per-run references) and the pooled pull+push p50 over them; `paired` is each run's pull+push p50 over its own references, median "
                       "[min..max] over the configuration's runs: the figure that judges the target, since the "
                       "machine drifts between runs. TCP congestion control of the references, the system "
                       "default that the rdmaps tasks get too (neither sets one; bbr against cubic moved the plain-TCP "
@@ -235,30 +272,33 @@ def main():
                       "| tcp_rr step p50 (push / pull) | ratio to step p50 | paired ratio to tcp_rr | paired ratio to step |")
             md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
             derived["transport"] = []
-            for g, q in trows:
+            for g, q, qn in trows:
                 c_ = g["cfg"]
+                qs, qsn = first_ref(R, g, "tcp_rr_step")
                 pp = g["phases"]["pullpush_us"]
                 ratio = pp["p50"] / q["p50_us"]
-                qs = rst.get("%s_p%d" % (g["key"][0], g["key"][1]))
                 rs_ = pp["p50"] / qs["p50_us"] if qs else None
                 prr = [r["result"]["vs_tcp_rr_p50"] for r in g["runs"] if "vs_tcp_rr_p50" in r["result"]]
                 pst = [r["result"]["vs_tcp_step_p50"] for r in g["runs"] if "vs_tcp_step_p50" in r["result"]]
                 derived["transport"].append({"config": cfgname(c_), "push_bytes": c_["push_bytes_per_step"],
                                              "pull_bytes": c_["pull_bytes_per_step"], "pullpush_p50_us": pp["p50"],
                                              "tcp_rr_p50_us": q["p50_us"], "ratio": ratio,
+                                             "reference_run": qn, "reference_step_run": qsn,
                                              "tcp_step_p50_us": qs["p50_us"] if qs else None,
                                              "ratio_step": rs_,
                                              "tcp_step_gap_us": qs.get("gap_us", 0) if qs else None,
                                              "paired_ratio": prr, "paired_ratio_step": pst,
                                              "paired_ratio_median": med(prr),
                                              "paired_ratio_step_median": med(pst)})
-                txt.append("%-24s %9d %9d %12.1f %11.1f %7.2f %13s %10s %20s %20s" % (
-                    cfgname(c_), c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], q["p50_us"], ratio,
+                txt.append("%-24s %9d %9d %12.1f %5s %11.1f %7.2f %13s %10s %20s %20s" % (
+                    cfgname(c_), c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], refname(g, qn),
+                    q["p50_us"], ratio,
                     "%.1f" % qs["p50_us"] if qs else "-", "%.2f" % rs_ if qs else "-", span(prr), span(pst)))
-                md.append("| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.2f | %s | %s | %s | %s |" % (
+                md.append("| %s | %d | %d | %.1f | %.1f | %.1f (%s) | %.1f | %.2f | %s | %s | %s | %s |" % (
                     cfgname(c_), c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], pp["p99"],
-                    q["p50_us"], q["p99_us"], ratio,
-                    "%.1f (%.1f / %.1f; gap %d)" % (qs["p50_us"], qs["push_p50_us"], qs["pull_p50_us"], qs.get("gap_us", 0))
+                    q["p50_us"], refname(g, qn), q["p99_us"], ratio,
+                    "%.1f (%.1f / %.1f; gap %d; %s)" % (qs["p50_us"], qs["push_p50_us"], qs["pull_p50_us"],
+                                                       qs.get("gap_us", 0), refname(g, qsn))
                     if qs else "-",
                     "%.2f" % rs_ if qs else "-", span(prr), span(pst)))
 
@@ -488,12 +528,21 @@ def main():
                 gp.write("set title 'CDF of %s, mlp, 1 ps, %s (after warm-up, every sample)'\n"
                          "set xlabel 'microseconds (log scale)'\nset ylabel 'fraction of steps'\nset logscale x\nset grid\n"
                          "set key bottom right\nset yrange [0:1]\n" % (title, c["transport"]))
-                rrk = R.get("tcp_rr", {}).get("mlp_p1")
+                # the marker: the reference of mlp P=1 W=1 sync's first run,
+                # named, with the range of every mlp P=1 run's own reference
+                g1 = by.get(("mlp", 1, 1, True))
+                rrk, rrn = first_ref(R, g1, "tcp_rr") if g1 else (None, None)
+                allp = [r["result"]["tcp_rr"]["p50_us"] for g in G if g["key"][:2] == ("mlp", 1)
+                        for r in g["runs"] if r["result"].get("tcp_rr")]
                 if nm == "pullpush" and rrk:
-                    gp.write("set xrange [%g:*]\n" % (rrk["p50_us"] / 2))
+                    rng = ("(mlp P=1 references of all %d runs: %.1f-%.1f us)" % (len(allp), min(allp), max(allp))
+                           if allp else "")
+                    gp.write("set xrange [%g:*]\n" % (min([rrk["p50_us"]] + allp) / 2))
                     gp.write("set arrow from %g, graph 0 to %g, graph 1 nohead lc rgb 'black' dt 3\n"
-                             "set label 'plain TCP request/response p50' at %g, graph 0.5 left offset 0.5,0\n" % (
-                                 rrk["p50_us"], rrk["p50_us"], rrk["p50_us"]))
+                             "set label 'plain TCP request/response p50 after %s: %.1f us' "
+                             "at %g, graph 0.5 left offset 0.5,0\n"
+                             "set label '%s' at %g, graph 0.45 left offset 0.5,0\n" % (
+                                 rrk["p50_us"], rrk["p50_us"], rrn, rrk["p50_us"], rrk["p50_us"], rng, rrk["p50_us"]))
                 gp.write("plot " + ", \\\n     ".join(lst) + "\n")
     for gp in sorted(f for f in os.listdir(plots) if f.endswith(".gp")):
         r = subprocess.run(["gnuplot", os.path.join(plots, gp)], capture_output=True, text=True)

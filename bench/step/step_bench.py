@@ -404,6 +404,12 @@ def main():
                     gap = int(round(res["phases_us"]["compute_us"]["p50"]))
                     rr = attempt(tcp_ref, a, pb, qb, name)
                     rs = attempt(tcp_ref, a, pb, qb, name, "step", gap)
+                    # results["tcp_rr"] / ["tcp_rr_step"]["<model>_p<P>"]:
+                    # the references of the first run of that model and P
+                    # (kept for readers of older files; the first such run
+                    # is one configuration's, W=1 sync in the built-in
+                    # grid).  Every ratio of the reports uses each run's
+                    # own, result.tcp_rr / result.tcp_rr_step.
                     if rr:
                         results["tcp_rr"].setdefault(key, rr)
                         res["tcp_rr"] = rr
