@@ -123,6 +123,18 @@ def main():
         head += " Extra rdmaps flags on every task: %s." % " ".join(c["rdmaps_flags"])
     txt.append(head)
     md.append(head + "\n")
+    # runs that failed are in no table: say so first, by name
+    fails = R.get("failures")
+    if fails is None:
+        fl = ["Failed runs: not recorded in this step_bench.json (it predates the failures list)."]
+    elif not fails:
+        fl = ["Failed runs: none (step_bench recorded no failure)."]
+    else:
+        fl = ["FAILED runs: %d, in no table below (step_bench's failures list):" % len(fails)] + \
+             ["- " + f for f in fails]
+    derived["failures"] = fails
+    txt.append("\n" + "\n".join(fl))
+    md.append("\n".join(fl) + "\n")
 
     # the raw files are read from OUT/runs/<name>/, wherever OUT was when it ran
     for part in ("anatomy", "convergence", "stragglers"):
@@ -137,9 +149,13 @@ def main():
         groups.setdefault((r["model"], r["ps"], r["workers"], r["sync"]), []).append(r)
     G = []  # one entry per config
     for key, runs in groups.items():
-        kept_rows, dropped = [], 0
+        kept_rows, dropped, div = [], 0, {}
         for r in runs:
-            for rows in sb.load_steps(r):
+            per = sb.load_steps(r)
+            d_ = sb.first_nonfinite(per)
+            if d_:
+                div[r["rep"]] = d_
+            for rows in per:
                 i = sb.warm_split(rows)
                 dropped += i
                 kept_rows += rows[i:]
@@ -147,7 +163,8 @@ def main():
         ph["pullpush_us"] = sb.stats([x["pull_us"] + x["push_us"] for x in kept_rows])
         win = {r["rep"]: r["result"]["window"] for r in runs if r["result"].get("window")}
         G.append({"key": key, "runs": runs, "cfg": runs[0], "phases": ph, "kept": len(kept_rows),
-                  "dropped": dropped, "windows": win, "reps": len(runs),
+                  "dropped": dropped, "windows": win, "reps": len(runs), "diverged": div,
+                  "nowindow": sorted(r["rep"] for r in runs if not r["result"].get("window")),
                   "grads_s": med([w["gradients_per_s"] for w in win.values()]),
                   "gsteps_s": med([w["global_steps_per_s"] for w in win.values()]),
                   "samples": kept_rows})
@@ -155,39 +172,74 @@ def main():
         txt.append("\n== Step anatomy: one worker step = wait (token in mailbox: barrier / ps apply) + pull "
                    "(READ params + fenced version READ, one round trip per shard) + compute + push (WRITE gradient, "
                    "slot header WRITE, FETCH_ADD: on tcp (ordered) posted without waiting; on verbs the FETCH_ADD "
-                   "waits for the WRITEs' completion); samples pooled over workers and repetitions")
-        txt.append("%-24s %-11s %6s %5s %9s %9s %9s %9s %9s %9s" % (
-            "config", "phase", "kept", "drop", "min", "p50", "avg", "stdev", "p99", "max"))
+                   "waits for the WRITEs' completion); samples pooled over workers and over the row's runs "
+                   "(runs column)")
+        txt.append("%-24s %4s %-11s %6s %5s %9s %9s %9s %9s %9s %9s" % (
+            "config", "runs", "phase", "kept", "drop", "min", "p50", "avg", "stdev", "p99", "max"))
         for g in G:
             for p in sb.PHASES + ("total_us",):
                 s_ = g["phases"][p]
-                txt.append("%-24s %-11s %6d %5d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f" % (
-                    cfgname(g["cfg"]), p[:-3], s_["n"], g["dropped"], s_["min"], s_["p50"], s_["avg"],
+                txt.append("%-24s %4d %-11s %6d %5d %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f" % (
+                    cfgname(g["cfg"]), g["reps"], p[:-3], s_["n"], g["dropped"], s_["min"], s_["p50"], s_["avg"],
                     s_["stdev"], s_["p99"], s_["max"]))
-        md.append("\n### Step anatomy (p50 per phase, µs; total p99 and max; pooled over workers and %d repetitions; "
-                  "rates: median over repetitions of the steady window)\n" % max(g["reps"] for g in G))
-        md.append("| config | kept/dropped | wait | pull | compute | push | total p50 | total p99 | total max | gradients/s | TF global steps/s |")
-        md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        md.append("\n### Step anatomy (p50 per phase, µs; total p99 and max; pooled over workers and the row's "
+                  "runs; rates: median over the row's runs with a steady window)\n")
+        md.append("| config | runs | kept/dropped | wait | pull | compute | push | total p50 | total p99 | total max | gradients/s | TF global steps/s |")
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+        def nwin(g, x):
+            """a rate cell: the median, and how many runs it is of when a run had no window"""
+            if x is None:
+                return "- (no run with a steady window)"
+            return f1(x, 0) + ("" if len(g["windows"]) == g["reps"] else
+                               " (%d of %d runs)" % (len(g["windows"]), g["reps"]))
+        notes = []
         for g in G:
             p = g["phases"]
-            md.append("| %s | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                cfgname(g["cfg"]), g["kept"], g["dropped"], f1(p["wait_us"]["p50"]),
+            md.append("| %s | %d | %d/%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                cfgname(g["cfg"]), g["reps"], g["kept"], g["dropped"], f1(p["wait_us"]["p50"]),
                 f1(p["pull_us"]["p50"]), f1(p["compute_us"]["p50"]), f1(p["push_us"]["p50"]),
                 f1(p["total_us"]["p50"]), f1(p["total_us"]["p99"]), f1(p["total_us"]["max"]),
-                f1(g["grads_s"], 0), f1(g["gsteps_s"], 0)))
+                nwin(g, g["grads_s"]), nwin(g, g["gsteps_s"])))
+            if g["nowindow"]:
+                notes.append("%s: no steady window in %s (a worker finished before every worker was warm): its "
+                             "steps are in the phase columns, not in the rates or the sync/async ratios" % (
+                                 cfgname(g["cfg"]), ", ".join("r%d" % k for k in g["nowindow"])))
+            for k, d_ in sorted(g["diverged"].items()):
+                notes.append("%s r%d DIVERGED: loss %s at worker %d's local step %d (its step times are kept)" % (
+                    cfgname(g["cfg"]), k, d_["loss"], d_["worker"], d_["local_step"]))
+        if notes:
+            md.append("")
+            md += ["- " + x for x in notes]
+            txt += ["  " + x for x in notes]
         derived["anatomy"] = [{"config": cfgname(g["cfg"]), "kept": g["kept"], "dropped": g["dropped"],
                                "phases_us": g["phases"], "gradients_per_s_median": g["grads_s"],
-                               "global_steps_per_s_median": g["gsteps_s"], "reps": g["reps"]} for g in G]
+                               "global_steps_per_s_median": g["gsteps_s"], "reps": g["reps"],
+                               "windows": len(g["windows"]), "no_window_reps": g["nowindow"],
+                               "diverged": {"r%d" % k: v for k, v in g["diverged"].items()}} for g in G]
 
         # ---- 2a. sync vs async throughput with equal-speed workers: pairs run back to back
         by = {g["key"]: g for g in G}
-        rows = []
-        for (m, P, W, s_), g in sorted(by.items()):
-            if not s_ or (m, P, W, False) not in by:
+        rows, unpaired = [], []
+        for m, P, W in sorted({k[:3] for k in by}):
+            g, ga = by.get((m, P, W, True)), by.get((m, P, W, False))
+            # every repetition either pairs or is named with why not
+            why = []
+            for rep in sorted({r["rep"] for x in (g, ga) if x for r in x["runs"]}):
+                miss = []
+                for side, x in (("sync", g), ("async", ga)):
+                    if not x or rep not in {r["rep"] for r in x["runs"]}:
+                        miss.append("%s run missing (failed)" % side)
+                    elif rep not in x["windows"]:
+                        miss.append("%s run without a steady window" % side)
+                if miss:
+                    why.append("r%d: %s" % (rep, ", ".join(miss)))
+            if why:
+                unpaired.append("%s P=%d W=%d, not paired: %s" % (m, P, W, "; ".join(why)))
+            if not g or not ga:
                 continue
-            ga = by[(m, P, W, False)]
             gr, sr = [], []
-            for rep, ws in g["windows"].items():
+            for rep, ws in sorted(g["windows"].items()):
                 wa = ga["windows"].get(rep)
                 if wa:
                     gr.append(ws["gradients_per_s"] / wa["gradients_per_s"])
@@ -204,28 +256,34 @@ def main():
                          "sync_wait_avg_us": ms, "async_wait_avg_us": ma, "barrier_cost_us": ms - ma,
                          "barrier_share": (ms - ma) / g["phases"]["total_us"]["avg"]})
         derived["sync_vs_async"] = rows
-        if rows:
+        derived["sync_vs_async_unpaired"] = unpaired
+        if rows or unpaired:
             txt.append("\n== Sync vs async, equal-speed workers (steady window: all workers warm, none done; "
-                       "ratio = median over back-to-back pairs [min..max]). TF global step: sync +1 per R=W "
+                       "ratio = median over the pairs column's back-to-back pairs [min..max]). TF global step: sync +1 per R=W "
                        "aggregated gradients, async +1 per gradient. barrier = mean wait sync - mean wait async")
-            txt.append("%-6s %2s %2s %9s %9s %17s %9s %9s %17s %10s %6s" % (
-                "model", "P", "W", "sync g/s", "async g/s", "grad ratio", "sync gs/s", "async gs/s",
+            txt.append("%-6s %2s %2s %5s %9s %9s %17s %9s %9s %17s %10s %6s" % (
+                "model", "P", "W", "pairs", "sync g/s", "async g/s", "grad ratio", "sync gs/s", "async gs/s",
                 "gstep ratio", "barrier_us", "share"))
             md.append("\n### Sync against async, equal-speed workers\n")
             md.append("TF global step: sync +1 per R=W aggregated gradients, async +1 per gradient. Ratios: median over "
-                      "sync/async pairs run back to back [min..max]. Barrier cost = mean `wait` per step in sync minus "
-                      "in async, and its share of the mean sync step.\n")
-            md.append("| model | P | W | sync gradients/s | async gradients/s | gradients/s ratio | sync global steps/s | async global steps/s | global steps/s ratio (TF) | barrier cost µs | share of sync step |")
-            md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+                      "the sync/async pairs run back to back (pairs column) [min..max]. Barrier cost = mean `wait` per step in sync minus "
+                      "in async, and its share of the mean sync step. Sync and async gradients/s: median over each side's runs "
+                      "with a steady window.\n")
+            md.append("| model | P | W | pairs | sync gradients/s | async gradients/s | gradients/s ratio | sync global steps/s | async global steps/s | global steps/s ratio (TF) | barrier cost µs | share of sync step |")
+            md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
             for q in rows:
                 gr = "%.2f [%.2f..%.2f]" % (q["grads_ratio"], q["grads_ratio_min"], q["grads_ratio_max"])
                 sr = "%.2f [%.2f..%.2f]" % (q["gsteps_ratio"], q["gsteps_ratio_min"], q["gsteps_ratio_max"])
-                txt.append("%-6s %2d %2d %9.0f %9.0f %17s %9.0f %9.0f %17s %10.1f %5.0f%%" % (
-                    q["model"], q["ps"], q["workers"], q["sync_grads_s"], q["async_grads_s"], gr,
+                txt.append("%-6s %2d %2d %5d %9.0f %9.0f %17s %9.0f %9.0f %17s %10.1f %5.0f%%" % (
+                    q["model"], q["ps"], q["workers"], q["pairs"], q["sync_grads_s"], q["async_grads_s"], gr,
                     q["sync_gsteps_s"], q["async_gsteps_s"], sr, q["barrier_cost_us"], 100 * q["barrier_share"]))
-                md.append("| %s | %d | %d | %.0f | %.0f | %s | %.0f | %.0f | %s | %.1f | %.0f%% |" % (
-                    q["model"], q["ps"], q["workers"], q["sync_grads_s"], q["async_grads_s"], gr,
+                md.append("| %s | %d | %d | %d | %.0f | %.0f | %s | %.0f | %.0f | %s | %.1f | %.0f%% |" % (
+                    q["model"], q["ps"], q["workers"], q["pairs"], q["sync_grads_s"], q["async_grads_s"], gr,
                     q["sync_gsteps_s"], q["async_gsteps_s"], sr, q["barrier_cost_us"], 100 * q["barrier_share"]))
+            if unpaired:
+                md.append("")
+                md += ["- " + x for x in unpaired]
+                txt += ["  " + x for x in unpaired]
 
         # ---- 5. transport cost vs plain TCP request/response
         # the unpaired columns: each configuration's own first run's
@@ -359,19 +417,25 @@ def main():
         conv = []
         for r in C:
             x = r["result"]
+            # diverged: a nan / inf loss in the metrics or validation figure
+            dv = x.get("diverged") or sb.first_nonfinite(sb.load_steps(r)) or next(
+                ({"val_ce": repr(p["val_ce"]), "global_step": p["global_step"]} for p in x["val"]
+                 if not math.isfinite(p["val_ce"])), None)
             hit = next((p for p in x["val"] if p["val_ce"] <= target), None)
             fin = x["val"][-1]
             q = {"name": r["name"], "sync": r["sync"], "t_target_s": hit["wall_s"] if hit else None,
+                 "diverged": dv, "run_s": x["run"]["seconds"],
                  "start_skew_s": x.get("start_skew_s"),
                  "gstep_target": hit["global_step"] if hit else None, "final_ce": fin["val_ce"],
                  "final_acc": fin["val_acc"], "grads_s": x["run"]["gradients_per_s"],
                  "gsteps_s": x["run"]["global_steps_per_s"]}
             conv.append(q)
+            nm = r["name"] + (" DIVERGED" if dv else "")
             txt.append("%-28s %9s %8s %10.0f %10.0f %9.1f %8.4f" % (
-                r["name"], f1(q["t_target_s"], 3), q["gstep_target"] if hit else "-", q["grads_s"],
+                nm, f1(q["t_target_s"], 3), q["gstep_target"] if hit else "-", q["grads_s"],
                 q["gsteps_s"] or 0, q["final_ce"], q["final_acc"]))
             md.append("| %s | %s | %s | %.0f | %.0f | %.1f | %.4f | %s |" % (
-                r["name"], f1(q["t_target_s"], 3), q["gstep_target"] if hit else "not reached", q["grads_s"],
+                nm, f1(q["t_target_s"], 3), q["gstep_target"] if hit else "not reached", q["grads_s"],
                 q["gsteps_s"] or 0, q["final_ce"], q["final_acc"], f1(q["start_skew_s"], 3)))
         derived["convergence"] = conv
         ts = sorted(q["t_target_s"] for q in conv if q["sync"] and q["t_target_s"] is not None)
@@ -422,7 +486,8 @@ def main():
             fs, ss = x.get("fast_total_us"), x.get("straggler_total_us")
             fv = x.get("final_val") or {}
             pd = r.get("ps0_done", {})
-            q = {"label": r["label"], "fast_p50": fs and fs["p50"], "fast_p99": fs and fs["p99"],
+            dv = x.get("diverged") or sb.first_nonfinite(sb.load_steps(r))
+            q = {"label": r["label"] + (" DIVERGED" if dv else ""), "diverged": dv, "fast_p50": fs and fs["p50"], "fast_p99": fs and fs["p99"],
                  "strag_p50": ss and ss["p50"], "grads_s": x["run"]["gradients_per_s"],
                  "gsteps_s": x["run"]["global_steps_per_s"], "updates": pd.get("updates"),
                  "dropped": pd.get("dropped"), "wall_s": x["train_wall_s"], "final_ce": fv.get("val_ce"),

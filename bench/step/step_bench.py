@@ -188,6 +188,30 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
     return info
 
 
+# C's printf("%g") writes a non-finite double as nan, -nan, inf or -inf,
+# which JSON (and Python's json) does not accept; Python's json reads NaN,
+# Infinity and -Infinity
+_NONFINITE = re.compile(r"(?<=[:\[,])(\s*)(-?)(nan|inf)\b", re.I)
+
+
+def loads_c(line):
+    """json.loads of a line a C program wrote with %g (a worker's --metrics,
+    eval_snapshots): a diverged run's nan / inf are read as float('nan') /
+    float('inf'), so the run is kept and can be shown as diverged"""
+    return json.loads(_NONFINITE.sub(
+        lambda m: m.group(1) + ("NaN" if m.group(3).lower() == "nan" else m.group(2) + "Infinity"), line))
+
+
+def first_nonfinite(per):
+    """where a run diverged: the first step (by worker) whose loss is not
+    finite, or None"""
+    for k, rows in enumerate(per):
+        for r in rows:
+            if "loss" in r and not math.isfinite(r["loss"]):
+                return {"worker": k, "local_step": r["local_step"], "loss": repr(r["loss"])}
+    return None
+
+
 def load_steps(info):
     per = []
     for k, path in enumerate(info["metrics"]):
@@ -195,7 +219,7 @@ def load_steps(info):
         with open(path) as f:
             for ln, line in enumerate(f, 1):
                 try:
-                    r = json.loads(line)
+                    r = loads_c(line)
                 except ValueError:
                     raise Failed("%s:%d: not a JSON line" % (path, ln))
                 for key in PHASES + ("t", "global_step", "local_step"):
@@ -265,6 +289,9 @@ def analyze(info):
                   "global_steps": gfinal,
                   "global_steps_per_s": gfinal / out["train_wall_s"] if gfinal is not None else None}
     out["local_steps"] = [len(rows) for rows in per]
+    # a loss of nan / inf: the run is kept (its step times are real) and
+    # marked, so the reports can say it diverged
+    out["diverged"] = first_nonfinite(per)
     return out
 
 
@@ -275,7 +302,7 @@ def evaluate(a, info, t_start):
                        capture_output=True, text=True)
     if r.returncode:
         raise Failed("eval_snapshots %s: %s" % (path, r.stderr.strip()))
-    pts = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    pts = [loads_c(l) for l in r.stdout.splitlines() if l.strip()]
     for p in pts:
         p["wall_s"] = p["t"] - t_start
     with open(os.path.join(info["dir"], "val.json"), "w") as f:
