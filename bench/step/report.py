@@ -73,6 +73,24 @@ def refname(g, name):
     return "r%d" % own[name] if name in own else name
 
 
+def cmedian(reached, censored):
+    """median of times where some runs never reached the target: reached =
+    the times of those that did; censored = for each that did not, the last
+    time it was seen not there (its time is later).  Returns (median, None),
+    or (None, why) when the median is censored or undetermined."""
+    v, n = sorted(reached), len(reached) + len(censored)
+    if n == 0:
+        return None, "no runs"
+    hi = n // 2  # the upper middle rank (0-based)
+    if hi >= len(v):
+        return None, "not reached by the median run"
+    m_ = v[hi] if n % 2 else (v[hi - 1] + v[hi]) / 2
+    # a censored run ranks after v[hi] only if it was seen not there at v[hi]
+    if any(c < v[hi] for c in censored):
+        return None, "undetermined: a run ended short of the target before %.3f s" % v[hi]
+    return m_, None
+
+
 def cfgname(r):
     return "%s P=%d W=%d %s" % (r["model"], r["ps"], r["workers"], "sync" if r["sync"] else "async")
 
@@ -418,13 +436,13 @@ def main():
         for r in C:
             x = r["result"]
             # diverged: a nan / inf loss in the metrics or validation figure
-            dv = x.get("diverged") or sb.first_nonfinite(sb.load_steps(r)) or next(
+            dv = x.get("diverged") or next(
                 ({"val_ce": repr(p["val_ce"]), "global_step": p["global_step"]} for p in x["val"]
                  if not math.isfinite(p["val_ce"])), None)
             hit = next((p for p in x["val"] if p["val_ce"] <= target), None)
             fin = x["val"][-1]
             q = {"name": r["name"], "sync": r["sync"], "t_target_s": hit["wall_s"] if hit else None,
-                 "diverged": dv, "run_s": x["run"]["seconds"],
+                 "diverged": dv, "last_val_s": x["val"][-1]["wall_s"] if x["val"] else None,
                  "start_skew_s": x.get("start_skew_s"),
                  "gstep_target": hit["global_step"] if hit else None, "final_ce": fin["val_ce"],
                  "final_acc": fin["val_acc"], "grads_s": x["run"]["gradients_per_s"],
@@ -435,15 +453,43 @@ def main():
                 nm, f1(q["t_target_s"], 3), q["gstep_target"] if hit else "-", q["grads_s"],
                 q["gsteps_s"] or 0, q["final_ce"], q["final_acc"]))
             md.append("| %s | %s | %s | %.0f | %.0f | %.1f | %.4f | %s |" % (
-                nm, f1(q["t_target_s"], 3), q["gstep_target"] if hit else "not reached", q["grads_s"],
+                nm, f1(q["t_target_s"], 3) if hit else "> %s" % f1(q["last_val_s"], 3), q["gstep_target"] if hit else "not reached", q["grads_s"],
                 q["gsteps_s"] or 0, q["final_ce"], q["final_acc"], f1(q["start_skew_s"], 3)))
         derived["convergence"] = conv
-        ts = sorted(q["t_target_s"] for q in conv if q["sync"] and q["t_target_s"] is not None)
-        ta = sorted(q["t_target_s"] for q in conv if not q["sync"] and q["t_target_s"] is not None)
-        if ts and ta:
-            derived["time_to_target_async_over_sync"] = med(ta) / med(ts)
-            line = ("median time to target: sync %.3f s, async %.3f s (async/sync = %.2f; >1 means sync got "
-                    "there sooner)" % (med(ts), med(ta), med(ta) / med(ts)))
+        # time to target over every run of a side: a run that never reached
+        # it is censored (its time is later than its last validation point),
+        # not left out
+        ttt, words = {}, []
+        for side, sy in (("sync", True), ("async", False)):
+            qs_ = [q for q in conv if q["sync"] == sy]
+            if not qs_:
+                continue
+            m_, why = cmedian([q["t_target_s"] for q in qs_ if q["t_target_s"] is not None],
+                              [q["last_val_s"] for q in qs_ if q["t_target_s"] is None])
+            k = sum(q["t_target_s"] is not None for q in qs_)
+            ttt[side] = {"median_s": m_, "reached": k, "runs": len(qs_), "median_note": why,
+                         "not_reached_last_val_s": [q["last_val_s"] for q in qs_ if q["t_target_s"] is None]}
+            words.append("%s %s (%d of %d reached it)" % (side, "%.3f s" % m_ if m_ is not None else why, k,
+                                                          len(qs_)))
+        derived["time_to_target"] = ttt
+        if words:
+            s_, a_ = ttt.get("sync"), ttt.get("async")
+            ratio, note = None, None
+            if not (s_ and a_):
+                note = "no ratio: one side has no run"
+            elif (s_["reached"], s_["runs"]) != (a_["reached"], a_["runs"]):
+                note = ("no async/sync ratio: the two medians are over different counts of runs that reached the "
+                        "target, so they are not comparable")
+            elif s_["median_s"] is None or a_["median_s"] is None:
+                note = "no ratio: a median is not determined"
+            else:
+                ratio = a_["median_s"] / s_["median_s"]
+            derived["time_to_target_async_over_sync"] = ratio
+            if note:
+                derived["time_to_target_ratio_withheld"] = note
+            line = "median time to target %.0f: %s; %s" % (
+                target, ", ".join(words),
+                note if note else "async/sync = %.2f; >1 means sync got there sooner" % ratio)
             txt.append(line)
             md.append("\n" + line + "\n")
         # plot: validation CE vs wall time
@@ -486,7 +532,7 @@ def main():
             fs, ss = x.get("fast_total_us"), x.get("straggler_total_us")
             fv = x.get("final_val") or {}
             pd = r.get("ps0_done", {})
-            dv = x.get("diverged") or sb.first_nonfinite(sb.load_steps(r))
+            dv = x.get("diverged")
             q = {"label": r["label"] + (" DIVERGED" if dv else ""), "diverged": dv, "fast_p50": fs and fs["p50"], "fast_p99": fs and fs["p99"],
                  "strag_p50": ss and ss["p50"], "grads_s": x["run"]["gradients_per_s"],
                  "gsteps_s": x["run"]["global_steps_per_s"], "updates": pd.get("updates"),
