@@ -313,7 +313,8 @@ def main():
             txt.append("\n== Transport cost of a step: pull+push per step (rdmaps: READ params + fenced 8 B READ, "
                        "one wait; push: WRITE gradient, 64 B slot header WRITE and 8 B FETCH_ADD, posted without waiting on "
                        "an ordered transport; no copies: both move straight from/to the flat model vectors) against tcp_rr, ONE plain TCP request/response "
-                       "(request = the gradient bytes, response = the parameter bytes), both ROUND TRIPS, p50")
+                       "(request = the gradient bytes, response = the parameter bytes), a ROUND TRIP; pull+push = pull (a ROUND TRIP) "
+                       "+ push (on tcp a LOCAL SEND: it ends when its bytes are handed to the socket), p50")
             txt.append("   and against tcp_rr --mode step: plain TCP in the step's shape (push = send of the gradient "
                        "bytes, no answer; untimed release; pull = ROUND TRIP of an 8 B request and the parameter bytes; "
                        "then an untimed idle gap as long as that run's compute p50, gap_us)")
@@ -329,7 +330,7 @@ def main():
             txt.append("%-24s %9s %9s %12s %5s %11s %7s %13s %10s %20s %20s" % (
                 "config", "push_B", "pull_B", "pullpush_p50", "ref", "tcp_rr_p50", "ratio", "tcp_step_p50",
                 "ratio_step", "paired_rr", "paired_step"))
-            md.append("\n### Transport cost of a step against a plain TCP request/response (µs, round trips)\n")
+            md.append("\n### Transport cost of a step against a plain TCP request/response (µs; pull: a round trip, push: a local send on tcp)\n")
             md.append("`tcp_rr`: one plain TCP request/response of the same bytes (the target's reference). "
                       "`tcp_rr --mode step`: the same bytes as plain TCP in the step's shape: push (send, no "
                       "answer waited for) + pull (round trip: 8 B request, parameter bytes back), the release "
@@ -344,9 +345,12 @@ def main():
                       "machine drifts between runs. TCP congestion control of the references, the system "
                       "default that the rdmaps tasks get too (neither sets one; bbr against cubic moved the plain-TCP "
                       "pull by up to 2x on the dev machine, docs/benchmarks.md): %s.\n" % ", ".join(ccs))
-            md.append("| config | push bytes | pull bytes | pull+push p50 | pull+push p99 | tcp_rr p50 | tcp_rr p99 | ratio p50 "
+            md.append("`runs`: the configuration's runs; `n`: pull+push samples pooled over them (warm-up "
+                      "dropped); a p99 of n <= 100 samples is the maximum. `paired` ratios are over the runs with "
+                      "references.\n")
+            md.append("| config | runs | push bytes | pull bytes | pull+push p50 | pull+push p99 (n) | tcp_rr p50 | tcp_rr p99 | ratio p50 "
                       "| tcp_rr step p50 (push / pull) | ratio to step p50 | paired ratio to tcp_rr | paired ratio to step |")
-            md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+            md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             derived["transport"] = []
             for g, q, qn in trows:
                 c_ = g["cfg"]
@@ -365,13 +369,15 @@ def main():
                                              "tcp_step_gap_us": qs.get("gap_us", 0) if qs else None,
                                              "paired_ratio": prr, "paired_ratio_step": pst,
                                              "paired_ratio_median": med(prr),
-                                             "paired_ratio_step_median": med(pst)})
+                                             "paired_ratio_step_median": med(pst),
+                                             "runs": g["reps"], "pullpush_n": pp["n"], "pullpush_p99_us": pp["p99"]})
                 txt.append("%-24s %9d %9d %12.1f %5s %11.1f %7.2f %13s %10s %20s %20s" % (
                     cfgname(c_), c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], refname(g, qn),
                     q["p50_us"], ratio,
                     "%.1f" % qs["p50_us"] if qs else "-", "%.2f" % rs_ if qs else "-", span(prr), span(pst)))
-                md.append("| %s | %d | %d | %.1f | %.1f | %.1f (%s) | %.1f | %.2f | %s | %s | %s | %s |" % (
-                    cfgname(c_), c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], pp["p99"],
+                md.append("| %s | %d | %d | %d | %.1f | %.1f (n %d%s) | %.1f (%s) | %.1f | %.2f | %s | %s | %s | %s |" % (
+                    cfgname(c_), g["reps"], c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], pp["p99"],
+                    pp["n"], ": the max" if pp["n"] <= 100 else "",
                     q["p50_us"], refname(g, qn), q["p99_us"], ratio,
                     "%.1f (%.1f / %.1f; gap %d; %s)" % (qs["p50_us"], qs["push_p50_us"], qs["pull_p50_us"],
                                                        qs.get("gap_us", 0), refname(g, qsn))
@@ -630,7 +636,7 @@ def main():
                     fn, colors.get(W, "#7f7f7f"), "dt 1" if s_ else "dt 2",
                     "W=%d %s" % (W, "sync" if s_ else "async")))
         for nm, lst, title in (("total", parts, "step time (wait+pull+compute+push)"),
-                               ("pullpush", parts2, "pull+push per step (round trips)")):
+                               ("pullpush", parts2, "pull+push per step (pull: round trip, push: local send)")):
             if not lst:
                 continue
             with open(os.path.join(plots, "cdf_%s.gp" % nm), "w") as gp:
