@@ -47,6 +47,9 @@ struct result {
 	/* per-round ours/torch ratios (rounds where torch ran): min and median */
 	int nratio;
 	double ratio_min, ratio_med, cpu_ratio_min, cpu_ratio_med;
+	/* ours' medians over the same rounds as torch's (the rounds where torch
+	 * ran), the numerators of the ratios of medians */
+	double median_p, cpu_median_p;
 };
 
 static double now(void)
@@ -267,7 +270,7 @@ int main(int argc, char **argv)
 			/* R rounds of (ours, torch) back to back so both see the same
 			 * machine load; report the median over rounds of each. */
 			struct result *r = &res[nr];
-			double om[16], tm[16], oc[16], tc[16], rr[16], cr[16];
+			double om[16], tm[16], oc[16], tc[16], rr[16], cr[16], omp[16], ocp[16];
 			int ntm = 0;
 			for (int q = 0; q < o.rounds; q++) {
 				struct result rq;
@@ -280,6 +283,8 @@ int main(int argc, char **argv)
 						rr[ntm] = rq.median / rq.torch_median;
 						cr[ntm] = rq.torch_cpu > 0 ? rq.cpu_median / rq.torch_cpu : 0.0;
 						tc[ntm] = rq.torch_cpu;
+						omp[ntm] = rq.median;
+						ocp[ntm] = rq.cpu_median;
 						tm[ntm++] = rq.torch_median;
 					}
 				}
@@ -307,6 +312,10 @@ int main(int argc, char **argv)
 				qsort(rr, (size_t)ntm, sizeof(double), cmpd);
 				qsort(cr, (size_t)ntm, sizeof(double), cmpd);
 				r->nratio = ntm;
+				qsort(omp, (size_t)ntm, sizeof(double), cmpd);
+				qsort(ocp, (size_t)ntm, sizeof(double), cmpd);
+				r->median_p = omp[ntm / 2];
+				r->cpu_median_p = ocp[ntm / 2];
 				r->ratio_min = rr[0];
 				r->ratio_med = rr[ntm / 2];
 				r->cpu_ratio_min = cr[0];
@@ -325,11 +334,11 @@ int main(int argc, char **argv)
 		char ts[32] = "-", rs[32] = "-", tcs[32] = "-", crs[32] = "-";
 		if (r->torch_median > 0) {
 			snprintf(ts, sizeof(ts), "%.1f", r->torch_median);
-			snprintf(rs, sizeof(rs), "%.2f", r->median / r->torch_median);
+			snprintf(rs, sizeof(rs), "%.2f", r->median_p / r->torch_median);
 		}
 		if (r->torch_cpu > 0) {
 			snprintf(tcs, sizeof(tcs), "%.1f", r->torch_cpu);
-			snprintf(crs, sizeof(crs), "%.2f", r->cpu_median / r->torch_cpu);
+			snprintf(crs, sizeof(crs), "%.2f", r->cpu_median_p / r->torch_cpu);
 		}
 		printf("%-5s %5d %7d %9zu %12.1f %10.1f %10.1f %10.1f %13s %11s %7s %9s\n", r->model, r->batch, r->threads,
 		       r->nparams, r->median, r->min, r->max, r->cpu_median, ts, tcs, rs, crs);
@@ -337,11 +346,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nr; i++) {
 		struct result *r = &res[i];
 		if (r->torch_median > 0)
-			printf("vs-pytorch %s threads=%d steps_ratio=%.2f cpu_steps_ratio=%.2f "
-			       "per-round(%d): steps_ratio min %.2f median %.2f, cpu_steps_ratio min %.2f median %.2f\n",
-			       r->model, r->threads, r->median / r->torch_median,
-			       r->torch_cpu > 0 ? r->cpu_median / r->torch_cpu : 0.0, r->nratio, r->ratio_min,
-			       r->ratio_med, r->cpu_ratio_min, r->cpu_ratio_med);
+			printf("vs-pytorch %s threads=%d steps_ratio=%.2f cpu_steps_ratio=%.2f (ratios of the medians over "
+			       "%d of %d rounds) per-round(%d): steps_ratio min %.2f median %.2f, cpu_steps_ratio min %.2f "
+			       "median %.2f\n",
+			       r->model, r->threads, r->median_p / r->torch_median,
+			       r->torch_cpu > 0 ? r->cpu_median_p / r->torch_cpu : 0.0, r->nratio, r->rounds, r->nratio,
+			       r->ratio_min, r->ratio_med, r->cpu_ratio_min, r->cpu_ratio_med);
 		else if (o.torch[0])
 			printf("vs-pytorch %s threads=%d skipped (%s)\n", r->model, r->threads, r->torch_note);
 	}
@@ -356,7 +366,9 @@ int main(int argc, char **argv)
 		if (!out)
 			continue;
 		fprintf(out, "{\"bench\":\"kernels\",\"method\":{\"blocks\":%d,\"block_s\":%g,\"warmup_steps\":%d,\"warmup_s\":%g,\"rounds\":%d,"
-			     "\"stat\":\"median over rounds of median block steps/s\",\"step\":\"grad+adam\",\"openblas_core\":\"%s\"},\"results\":[",
+			     "\"stat\":\"median over rounds of median block steps/s\","
+			     "\"steps_ratio\":\"ratio of medians: ours over the rounds torch ran / torch\","
+			     "\"steps_ratio_median\":\"median of the per-round ratios\",\"step\":\"grad+adam\",\"openblas_core\":\"%s\"},\"results\":[",
 			o.blocks, o.block_s, o.warmup_steps, o.warmup_s, o.rounds, core ? core : "?");
 		for (int i = 0; i < nr; i++) {
 			struct result *r = &res[i];
@@ -368,7 +380,7 @@ int main(int argc, char **argv)
 				fprintf(out, ",\"torch_steps_per_s\":%.2f,\"steps_ratio\":%.3f,\"torch_cpu_steps_per_s\":%.2f,"
 					     "\"round_ratios\":%d,\"steps_ratio_min\":%.3f,\"steps_ratio_median\":%.3f,"
 					     "\"cpu_steps_ratio_min\":%.3f,\"cpu_steps_ratio_median\":%.3f",
-					r->torch_median, r->median / r->torch_median, r->torch_cpu, r->nratio, r->ratio_min,
+					r->torch_median, r->median_p / r->torch_median, r->torch_cpu, r->nratio, r->ratio_min,
 					r->ratio_med, r->cpu_ratio_min, r->cpu_ratio_med);
 			fprintf(out, "}");
 		}
