@@ -11,7 +11,8 @@
  *
  * Bandwidth = bytes the loop must move / time:
  *   reference a += b        : 12 B per float (read a, read b, write a)
- *   Adam apply (fused)      : 32 B per float (read w_in, g1, g2, m, v; write w_out, m, v)
+ *   Adam apply (fused)      : 32 B per float (read w_in, g1, g2, m, v; write w_out, m, v);
+ *                             sync_step at R = 1 has no g2: 28 B
  *   vec_add acc += slot     : 12 B per float
  * Two references, both a[i] += b[i] in one thread:
  *   stream_add    over the same floats n: moves 12n B, working set 8n B
@@ -129,7 +130,9 @@ static double bytes_per_float(enum what w, int R)
 	case W_ADAM: return 32;
 	case W_NOSQRT: return 32;
 	case W_VECADD: return 12;
-	case W_STEP: return (R > 2 ? 12.0 /* sum2 */ + 12.0 * (R - 3) : 0) + 32;
+	/* R = 1: rdm_sum_head gives slot 0 and g2 is NULL, so the Adam pass
+	 * reads w_in, g1, m, v and writes w_out, m, v: 28 B, not 32 */
+	case W_STEP: return (R > 2 ? 12.0 /* sum2 */ + 12.0 * (R - 3) : 0) + (R > 1 ? 32 : 28);
 	}
 	return 0;
 }
