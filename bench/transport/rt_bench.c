@@ -932,9 +932,11 @@ static int write_json(const struct opts *o)
 	}
 	fprintf(f, "{\n  \"config\": {\"transport\": \"%s\", \"addr\": \"%s\", \"iters\": %ld, "
 		"\"warmup\": %ld, \"warmup_ms\": %ld, \"unit\": \"us\", "
-		"\"latency\": \"round trip\"},\n  \"results\": [",
+		"\"latency\": \"round trip\", \"pin\": \"%s\", \"timer\": \"%s\", "
+		"\"cycles_per_us\": %.3f, \"spin_us\": %d},\n  \"results\": [",
 		o->raw_only ? "raw-tcp" : rt_kind_name(o->kind), o->addr, o->iters, o->warmup,
-		o->warmup_ms);
+		o->warmup_ms, o->pin && sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? "client:cpu0,servers:last-cpu" : "no",
+		g_cyc_per_us ? "cycles" : "clock_gettime", g_cyc_per_us, o->spin_us);
 	for (int i = 0; i < g_nres; i++) {
 		const struct result *r = &g_res[i];
 
