@@ -581,10 +581,13 @@ static int serve(struct shard *s)
 		int accepted = 0;
 		if (now - last_accept >= ACCEPT_EVERY) {
 			last_accept = now;
-			if (accept_some(s, 0)) {
+			if (accept_some(s, 0))
 				any = accepted = 1;
-				now = rdmaps_now();
-			}
+			/* accept_some can wait (a client's set-up, RT_HANDSHAKE_MS; a
+			 * liveness check, LIVE_CHECK_S): never count that time with a
+			 * clock read before it (last_progress = a stale now made the
+			 * next idle pass give up) */
+			now = rdmaps_now();
 		}
 		int done = 0;
 		for (int i = 0; i < s->W; i++)

@@ -126,6 +126,21 @@ static inline int rt_connect_caller_reports(int rc)
 /* ms left until deadline (an rt_now_ms() value): >= 0, at most INT_MAX */
 int rt_remaining_ms(uint64_t deadline);
 
+/* rt_accept_grant's wait for the client's part of the set-up, once
+ * rt_accept returned it (tcp: its grants table; verbs: ESTABLISHED and its
+ * table), capped by the ctx timeout.  The server (the ps) calls it on the
+ * thread that serves everyone, so a client that stops half-way must not hold
+ * that thread for the ctx timeout (--timeout: docs/hardening.md, "Hostile
+ * TCP peers").  An honest client answers at once: it is blocked in its own
+ * set-up, computing nothing, and has one message to send. */
+#define RT_HANDSHAKE_MS 2000
+static inline uint64_t rt_handshake_deadline(const struct rt_ctx *ctx)
+{
+	int ms = ctx->timeout_ms < RT_HANDSHAKE_MS ? ctx->timeout_ms : RT_HANDSHAKE_MS;
+
+	return rt_now_ms() + (uint64_t)ms;
+}
+
 /* NUMA node nearest to a verbs device (hwloc), or -1 when unknown or the
  * machine has a single node.  (numa.c) */
 struct ibv_device;

@@ -8,7 +8,8 @@
  * set-up reply and is closed, rt_accept keeps waiting), and rt_accept
  * returns.  rt_accept_grant sends, on the client's OPS socket, a set-up
  * reply (status 0) with the server's grants table; the client answers with
- * its own table on the same socket.  rt_reject answers REFUSED. */
+ * its own table on the same socket, within RT_HANDSHAKE_MS (rt_internal.h).
+ * rt_reject answers REFUSED. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -443,7 +444,7 @@ static int tcp_accept_grant(struct rt_request *req, const struct rt_grant *g, in
 			    struct rt_conn *conn)
 {
 	struct tcp_request *r = req->backend;
-	uint64_t deadline = rt_now_ms() + (uint64_t)req->ctx->timeout_ms;
+	uint64_t deadline = rt_handshake_deadline(req->ctx); /* not --timeout: see rt_internal.h */
 	uint8_t table[RT_TABLE_MAX_LEN];
 	size_t tlen = 0;
 	int32_t st = 0;

@@ -574,7 +574,9 @@ int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 		       struct rt_conn *conn)
 {
 	struct verbs_request *vr = req->backend;
-	uint64_t deadline = rt_now_ms() + (uint64_t)set_timeout(req->ctx, 0);
+	/* ESTABLISHED and the client's table: a short wait, not the ctx
+	 * timeout (the ps calls this on its only serving thread) */
+	uint64_t deadline = rt_handshake_deadline(req->ctx);
 	struct rdma_conn_param cp;
 	struct rdma_cm_event *ev = NULL;
 	struct verbs_conn *vc;

@@ -2,7 +2,7 @@
 # End-to-end security tests against a real ps (`rdmaps --job_name=ps`) and
 # real workers, started by hand on free ports (POSIX sh: also runs under
 # busybox inside the SoftRoCE VM).
-# usage: security.sh RDMAPS_BIN ROGUE_BIN TRANSPORT DATA_DIR CASE
+# usage: security.sh RDMAPS_BIN ROGUE_BIN TRANSPORT DATA_DIR CASE [HOSTILE_BIN]
 #   CASE rogue: 1 ps (auth token), honest workers 0 and 1, and rogue_worker
 #        holding worker indices 2..4 with the right token and layout: its
 #        writes to the parameters, past its slot and into another worker's
@@ -13,9 +13,20 @@
 #        "authentication refused" and exits non-zero, the ps logs the refusal)
 #        and the job then completes with the right worker; bad token files
 #        are flag errors (exit 2, a message).
+#   CASE stall, ring (tcp, HOSTILE_BIN = hostile_peer): 1 ps (--timeout=10,
+#        auth token), honest workers 0 and 1 training, hostile_peer's observer
+#        as worker 3 timing the parameter version; then as worker 2:
+#        stall: a half handshake (hellos, then silence): the ps must close it
+#          within 4.5 s and the version must not stand still for 4.5 s;
+#        ring: a peer that pushes but never reads its mailbox socket: the
+#          version must not stand still for 5 s, and the ps drops it.
+#        The ps must still be serving afterwards (it has not given up).
+#   CASE flood (tcp): 64 idle plain connections (no bytes, no token) held
+#        before and while honest workers 0 and 1 connect: the job must
+#        complete (the ps gives up after --timeout=10 if they are locked out).
 # Address: 127.0.0.1 for tcp; RDMAPS_RDMA_ADDR (default 127.0.0.1) for rdma.
 # Exit 0 pass, 1 fail, 77 skipped (no MNIST, or no RDMA device).
-bin=$1; rogue=$2; tr=$3; data=$4; case=$5
+bin=$1; rogue=$2; tr=$3; data=$4; case=$5; hostile=${6:-}
 t=${TMPDIR:-/tmp}/rdmaps-sec-$$-$case
 mkdir -p "$t" || exit 1
 addr=127.0.0.1
@@ -66,9 +77,9 @@ start_ps() {
 		hosts=""
 		i=0
 		while [ $i -lt "$W" ]; do hosts="$hosts${hosts:+,}$addr:$((20000 + i))"; i=$((i + 1)); done
-		common="--ps_hosts=$ps --worker_hosts=$hosts --transport=$tr --train_steps=$STEPS --log_every=10 --timeout=60"
+		common="--ps_hosts=$ps --worker_hosts=$hosts --transport=$tr --train_steps=$STEPS --log_every=10 --timeout=${TMO:-60}"
 		# shellcheck disable=SC2086
-		$tmo 300 "$bin" --job_name=ps --task_index=0 $common $pstok >"$t/ps.log" 2>&1 &
+		$tmo 300 "$bin" --job_name=ps --task_index=0 $common $pstok ${PSFLAGS:-} >"$t/ps.log" 2>&1 &
 		pspid=$!
 		pids="$pids $pspid"
 		# listening, or failed (no device / port taken)?
@@ -167,6 +178,54 @@ auth)
 	grep "auth token, but this side has none" "$t/ps.log" | head -1 | sed 's/^/  ps: /'
 	stop "$pspid"
 	;;
-*) echo "usage: security.sh BIN ROGUE TRANSPORT DATA_DIR rogue|auth"; exit 2 ;;
+stall|ring)
+	# 4 worker slots: 0 and 1 honest, 2 the attacker, 3 the observer.  ring:
+	# a progress thread serves the attacker's pushes at once, so its 255
+	# unanswered releases pile up within a second (in caller mode they come
+	# as fast only while the ps idles, and then the idle probe may drop it
+	# first: 70 pushes in 3.4 s, measured)
+	pf=""
+	[ "$case" = ring ] && pf=--ps_progress=thread
+	PSFLAGS=$pf TMO=10 start_ps 4 1000000
+	worker 0 "--auth_token_file=$t/token" w0.log
+	worker 1 "--auth_token_file=$t/token" w1.log
+	$tmo 90 "$hostile" "$case" "$ps" 4 2 3 "$t/token" >"$t/hostile.log" 2>&1
+	hrc=$?
+	grep '^HOSTILE' "$t/hostile.log"
+	gap=$(sed -n 's/^HOSTILE observer: .*longest stall \([0-9.]*\) s$/\1/p' "$t/hostile.log")
+	[ -n "$gap" ] || gap=999 # the observer's READ failed: the ps stopped serving
+	if [ "$case" = stall ]; then
+		held=$(sed -n 's/^HOSTILE stall: ps closed it after \([0-9.]*\) s$/\1/p' "$t/hostile.log")
+		[ -n "$held" ] || fail "the ps never closed the half-open connection"
+		awk "BEGIN{exit !($held < 4.5)}" || fail "the ps held the half handshake for $held s (limit 4.5 s)"
+		awk "BEGIN{exit !($gap < 4.5)}" || fail "training stood still for $gap s during the attack (limit 4.5 s)"
+	else
+		awk "BEGIN{exit !($gap < 5)}" || fail "training stood still for $gap s during the attack (limit 5 s)"
+		grep -q "lost worker 2" "$t/ps.log" || fail "the ps did not drop the peer that never reads"
+		grep "lost worker 2" "$t/ps.log"
+	fi
+	[ $hrc -eq 0 ] || fail "hostile_peer exited $hrc"
+	sleep 1
+	kill -0 "$pspid" 2>/dev/null || fail "the ps exited during the attack"
+	grep -q "giving up" "$t/ps.log" && fail "the ps gave up"
+	stop "$wpid_0"; stop "$wpid_1"; stop "$pspid"
+	;;
+flood)
+	TMO=10 start_ps 2 100
+	$tmo 60 "$hostile" flood "$ps" 64 40 >"$t/hostile.log" 2>&1 &
+	hpid=$!
+	pids="$pids $hpid"
+	sleep 1
+	worker 0 "--auth_token_file=$t/token" w0.log
+	worker 1 "--auth_token_file=$t/token" w1.log
+	waitfor "$wpid_0" "honest worker 0"
+	waitfor "$wpid_1" "honest worker 1"
+	waitfor "$pspid" "ps"
+	kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+	grep '^HOSTILE' "$t/hostile.log"
+	grep -q "ps 0: done after .*global step 1[0-9][0-9], " "$t/ps.log" || fail "ps summary: expected ~100 global steps"
+	grep "ps 0: done" "$t/ps.log"
+	;;
+*) echo "usage: security.sh BIN ROGUE TRANSPORT DATA_DIR rogue|auth|stall|ring|flood [HOSTILE]"; exit 2 ;;
 esac
 echo "PASSED: $case over $tr"

@@ -1,0 +1,439 @@
+/* hostile_peer: TCP peers that try to stall a real ps (`rdmaps --job_name=ps`)
+ * without breaking any rule the ps checks, each found by the network review
+ * (docs/hardening.md, "Hostile TCP peers").  Started by
+ * tests/security/security.sh next to two honest workers.  TCP only: it
+ * speaks the wire format of docs/transport.md on plain sockets (encoders
+ * from tcp_internal.h) where it must misbehave.
+ *
+ * usage:
+ *   hostile_peer stall HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-
+ *     A half handshake as worker INDEX: both hellos, read the ps's set-up
+ *     reply, never send our own table.  Prints how long the ps kept the
+ *     half-open connection ("HOSTILE stall: ps closed it after S s").
+ *   hostile_peer ring HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-
+ *     A full handshake as worker INDEX, then up to 600 "pushes" (a slot header of
+ *     kind 99, which the ps ignores but releases, and a FETCH_ADD on
+ *     ready_seq[INDEX]) while never reading the socket that carries the ps's
+ *     mailbox WRITEs: the ps's send ring to us fills up.
+ *   hostile_peer flood HOST:PORT NCONN SECS
+ *     Holds NCONN plain TCP connections that send nothing (reopening any the
+ *     ps closes) for SECS s; no token, no hash.  Prints how many the ps
+ *     closed and when it closed the first.
+ *
+ * stall and ring also connect, through the rt library, an honest observer as
+ * worker OBSERVER that READs the parameters' current_version every 50 ms
+ * while the honest workers train, and prints the longest time the version
+ * did not move during the attack ("HOSTILE observer: longest stall S s").
+ * Exit 0 when the attack ran (the verdict is the driver's: it compares the
+ * printed times), 1 on a set-up failure, 2 on bad arguments.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cli/cluster.h"
+#include "ps/layout.h"
+#include "rdma/tcp_internal.h"
+
+static char host[256];
+static uint16_t port;
+static char token[RT_TOKEN_MAX + 1];
+
+/* ---- plain sockets --------------------------------------------------- */
+
+static int raw_connect(int nonblock)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	char serv[8];
+	int fd;
+
+	snprintf(serv, sizeof(serv), "%u", port);
+	if (getaddrinfo(host, serv, &hints, &ai))
+		return -1;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+	if (fd >= 0) /* small frames go out at once (as the rt library's) */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static int send_all(int fd, const void *b, size_t n)
+{
+	const uint8_t *p = b;
+	while (n) {
+		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Receive n bytes within tmo_ms; 0 ok, -1 closed or error, -2 timeout. */
+static int recv_all(int fd, void *b, size_t n, int tmo_ms)
+{
+	uint8_t *p = b;
+	double end = rdmaps_now() + tmo_ms / 1000.0;
+	while (n) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		int left = (int)((end - rdmaps_now()) * 1000);
+		if (left <= 0)
+			return -2;
+		if (poll(&pf, 1, left) == 0)
+			return -2;
+		ssize_t k = recv(fd, p, n, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int send_hello(int fd, int channel, uint32_t index, uint64_t hash, uint64_t nonce)
+{
+	struct tcp_hello th;
+	uint8_t b[TCP_HELLO_LEN];
+
+	memset(&th, 0, sizeof(th));
+	th.channel = (uint8_t)channel;
+	th.h.role = RDMAPS_ROLE_WORKER;
+	th.h.index = index;
+	th.h.layout_hash = hash;
+	th.nonce = nonce;
+	th.token_len = (uint32_t)strlen(token);
+	memcpy(th.token, token, th.token_len);
+	tcp_hello_encode(&th, b);
+	return send_all(fd, b, sizeof(b));
+}
+
+/* Both hellos, then the ps's set-up reply (status and table skipped). */
+static int half_handshake(uint32_t index, uint64_t hash, int *fa, int *fb, int32_t *st)
+{
+	uint8_t h[TCP_SETUP_LEN], table[RT_TABLE_MAX_LEN];
+	uint64_t nonce = ((uint64_t)getpid() << 32) ^ (uint64_t)(rdmaps_now() * 1e6);
+
+	*fa = raw_connect(0);
+	if (*fa < 0 || send_hello(*fa, TCP_CH_OPS, index, hash, nonce))
+		return -1;
+	*fb = raw_connect(0);
+	if (*fb < 0 || send_hello(*fb, TCP_CH_SERVE, index, hash, nonce))
+		return -1;
+	if (recv_all(*fa, h, sizeof(h), 20000))
+		return -1;
+	*st = (int32_t)rt_get32(h + 8);
+	uint32_t tlen = rt_get32(h + 12);
+	if (tlen > sizeof(table) || recv_all(*fa, table, tlen, 20000))
+		return -1;
+	return 0;
+}
+
+/* ---- the observer: an honest connection through the rt library ---------- */
+
+struct observer {
+	struct rt_ctx *ctx;
+	struct rt_conn *c;
+	uint64_t *mbox, *buf;
+	pthread_t thr;
+	int stop;            /* __atomic */
+	double maxgap;       /* longest time current_version stood still */
+	uint64_t v0, v1;
+	int err;
+};
+
+static int obs_version(struct observer *o, uint64_t *v)
+{
+	struct rt_completion c;
+	int rc = rt_read(o->c, 1, 0, G_PS_PARAMS, offsetof(struct rdmaps_params_hdr, current_version), 8, 1,
+			 RT_F_SIGNALED);
+	if (rc)
+		return rc;
+	rc = rt_poll(o->c, &c, 1, 30000);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return RDMAPS_E_TIMEOUT;
+	if (c.status)
+		return c.status;
+	*v = *o->buf;
+	return 0;
+}
+
+static void *obs_run(void *arg)
+{
+	struct observer *o = arg;
+	uint64_t last;
+	double changed = rdmaps_now();
+
+	if ((o->err = obs_version(o, &last)))
+		return NULL;
+	o->v0 = last;
+	while (!__atomic_load_n(&o->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t v;
+		usleep(50000);
+		if ((o->err = obs_version(o, &v)))
+			return NULL;
+		double now = rdmaps_now();
+		if (v != last) {
+			last = v;
+			changed = now;
+		}
+		if (now - changed > o->maxgap)
+			o->maxgap = now - changed;
+	}
+	o->v1 = last;
+	return NULL;
+}
+
+static int obs_start(struct observer *o, uint32_t index, uint64_t hash)
+{
+	struct rt_ctx_cfg cc = { .kind = RT_TCP, .bind_host = host, .timeout_ms = 30000, .auth_token = token,
+				 .numa_node = -1 };
+	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = index, .layout_hash = hash };
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	if ((rc = rt_ctx_new(&cc, &o->ctx)))
+		goto err;
+	o->mbox = rt_alloc(o->ctx, 64);
+	o->buf = rt_alloc(o->ctx, 64);
+	if (!o->mbox || !o->buf) {
+		rc = RDMAPS_E_NOMEM;
+		goto err;
+	}
+	struct rt_grant g[2] = { { G_W_MAILBOX, o->mbox, 64, RT_RIGHT_WRITE }, { 1, o->buf, 64, RT_RIGHT_NONE } };
+	if ((rc = rt_connect(o->ctx, host, port, &hello, g, 2, 20000, &o->c)))
+		goto err;
+	/* the parameters must be live: the honest workers train */
+	for (int t = 0;; t++) {
+		struct rt_completion c;
+		rc = rt_read(o->c, 1, 0, G_PS_PARAMS, offsetof(struct rdmaps_params_hdr, state), 8, 2, RT_F_SIGNALED);
+		if (!rc)
+			rc = rt_poll(o->c, &c, 1, 20000) == 1 ? c.status : RDMAPS_E_TIMEOUT;
+		if (rc)
+			goto err;
+		if (*o->buf == PARAMS_STATE_READY)
+			break;
+		if (t > 600) {
+			rc = RDMAPS_E_TIMEOUT;
+			goto err;
+		}
+		usleep(100000);
+	}
+	if (pthread_create(&o->thr, NULL, obs_run, o)) {
+		rc = RDMAPS_E_NOMEM;
+		goto err;
+	}
+	printf("HOSTILE observer: connected as worker %u, parameters live\n", index);
+	fflush(stdout);
+	return 0;
+err:
+	fprintf(stderr, "hostile_peer: observer: %s\n", rdmaps_strerror(rc));
+	return 1;
+}
+
+static int obs_finish(struct observer *o)
+{
+	__atomic_store_n(&o->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(o->thr, NULL);
+	if (o->err)
+		printf("HOSTILE observer: READ failed: %s\n", rdmaps_strerror(o->err));
+	else
+		printf("HOSTILE observer: versions %llu -> %llu, longest stall %.2f s\n", (unsigned long long)o->v0,
+		       (unsigned long long)o->v1, o->maxgap);
+	fflush(stdout);
+	rt_conn_delete(&o->c);
+	rt_free(o->ctx, o->mbox, 64);
+	rt_free(o->ctx, o->buf, 64);
+	rt_ctx_delete(&o->ctx);
+	return o->err ? 1 : 0;
+}
+
+/* ---- the attacks ----------------------------------------------------- */
+
+static int do_stall(uint32_t index, uint64_t hash)
+{
+	int fa = -1, fb = -1;
+	int32_t st = 0;
+	double t0 = rdmaps_now();
+	uint8_t x;
+
+	if (half_handshake(index, hash, &fa, &fb, &st)) {
+		fprintf(stderr, "hostile_peer: stall: handshake failed\n");
+		return 1;
+	}
+	printf("HOSTILE stall: ps answered set-up status %d after %.2f s; now silent\n", st, rdmaps_now() - t0);
+	fflush(stdout);
+	t0 = rdmaps_now();
+	int r = recv_all(fa, &x, 1, 20000);
+	printf("HOSTILE stall: ps %s after %.2f s\n", r == -2 ? "still holds it" : "closed it", rdmaps_now() - t0);
+	close(fa);
+	close(fb);
+	sleep(1); /* let the observer see the ps go on */
+	return 0;
+}
+
+static int do_ring(uint32_t index, uint64_t hash)
+{
+	int fa = -1, fb = -1, pushes = 0;
+	int32_t st = 0;
+	uint8_t h[TCP_SETUP_LEN] = { 0 }, table[RT_TABLE_MAX_LEN], fr[TCP_FRAME_LEN];
+	size_t tlen = 0;
+	struct rt_remote mine = { G_W_MAILBOX, 0x10000, 64, 0, RT_RIGHT_WRITE };
+	double t0 = rdmaps_now(), tdrop = 0;
+
+	if (half_handshake(index, hash, &fa, &fb, &st) || st) {
+		fprintf(stderr, "hostile_peer: ring: handshake failed (status %d)\n", st);
+		return 1;
+	}
+	rt_desc_table_encode(&mine, 1, table, sizeof(table), &tlen);
+	rt_put32(h, TCP_SETUP_MAGIC);
+	rt_put16(h + 4, 1);
+	rt_put32(h + 12, (uint32_t)tlen);
+	if (send_all(fa, h, sizeof(h)) || send_all(fa, table, tlen)) {
+		fprintf(stderr, "hostile_peer: ring: sending the table failed\n");
+		return 1;
+	}
+	printf("HOSTILE ring: connected as worker %u; its serve socket is never read\n", index);
+	fflush(stdout);
+	for (int k = 1; k <= 600 && !tdrop; k++) {
+		struct rdmaps_slot_hdr sh = { .seq = (uint64_t)k, .kind = 99, .worker = index };
+		struct tcp_frame w = { .op = RT_OP_WRITE, .flags = TCP_FL_REPLY, .rid = G_PS_SLOT, .seq = 2u * k,
+				       .len = sizeof(sh) };
+		struct tcp_frame f = { .op = RT_OP_FETCH_ADD, .flags = TCP_FL_REPLY, .rid = G_PS_COUNTERS,
+				       .seq = 2u * k + 1, .roff = (uint64_t)index * 8, .len = 8, .a = 1 };
+		uint8_t wb[TCP_FRAME_LEN];
+		tcp_frame_encode(&w, wb);
+		tcp_frame_encode(&f, fr);
+		if (send_all(fa, wb, sizeof(wb)) || send_all(fa, &sh, sizeof(sh)) || recv_all(fa, wb, sizeof(wb), 20000) ||
+		    send_all(fa, fr, sizeof(fr)) || recv_all(fa, fr, sizeof(fr), 20000)) {
+			tdrop = rdmaps_now() - t0;
+			break;
+		}
+		pushes = k;
+		usleep(2000);
+	}
+	printf("HOSTILE ring: %d pushes in %.2f s%s\n", pushes, rdmaps_now() - t0,
+	       tdrop ? " (then the ps closed the connection)" : "");
+	fflush(stdout);
+	if (!tdrop) {
+		/* hold, still never reading fb, until the ps closes fa */
+		uint8_t x;
+		int r = recv_all(fa, &x, 1, 12000);
+		printf("HOSTILE ring: ps %s %.2f s after the start\n", r == -2 ? "still holds the connection"
+		       : "closed the connection", rdmaps_now() - t0);
+	}
+	close(fa);
+	close(fb);
+	sleep(1);
+	return 0;
+}
+
+static int do_flood(int n, double secs)
+{
+	struct pollfd *p = calloc((size_t)n, sizeof(*p));
+	int opened = 0, closed = 0;
+	double t0 = rdmaps_now(), first = -1;
+
+	if (!p)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		p[i].fd = raw_connect(1);
+		p[i].events = POLLIN;
+		opened += p[i].fd >= 0;
+	}
+	printf("HOSTILE flood: %d idle connections open\n", opened);
+	fflush(stdout);
+	while (rdmaps_now() - t0 < secs) {
+		if (poll(p, (nfds_t)n, 200) <= 0)
+			continue;
+		for (int i = 0; i < n; i++) {
+			uint8_t b[64];
+			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLERR | POLLHUP)))
+				continue;
+			ssize_t k = recv(p[i].fd, b, sizeof(b), MSG_DONTWAIT);
+			if (k > 0 || (k < 0 && errno == EAGAIN && !(p[i].revents & (POLLERR | POLLHUP))))
+				continue;
+			close(p[i].fd);
+			if (first < 0)
+				first = rdmaps_now() - t0;
+			closed++;
+			p[i].fd = raw_connect(1); /* reopen: keep the pressure */
+			opened += p[i].fd >= 0;
+		}
+	}
+	printf("HOSTILE flood: %d opened, %d closed by the ps (the first after %.2f s)\n", opened, closed, first);
+	for (int i = 0; i < n; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	free(p);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct rdmaps_job j;
+	struct rdmaps_layout L;
+	struct observer o;
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 3 || rdmaps_split_hostport(argv[2], host, sizeof(host), &port))
+		goto usage;
+	rdmaps_log_set_tag("hostile");
+	if (!strcmp(argv[1], "flood")) {
+		if (argc != 5)
+			goto usage;
+		return do_flood(atoi(argv[3]), atof(argv[4]));
+	}
+	if (argc != 7 || (strcmp(argv[1], "stall") && strcmp(argv[1], "ring")))
+		goto usage;
+	if (strcmp(argv[6], "-")) {
+		FILE *f = fopen(argv[6], "r");
+		size_t n = f ? fread(token, 1, RT_TOKEN_MAX, f) : 0;
+		if (f)
+			fclose(f);
+		while (n && (token[n - 1] == '\n' || token[n - 1] == '\r'))
+			n--;
+		token[n] = 0;
+	}
+	rdmaps_job_defaults(&j);
+	j.nps = 1;
+	j.nworkers = atoi(argv[3]);
+	if (j.nworkers < 2) /* the layout asks nothing else of the job */
+		goto usage;
+	if ((rc = rdmaps_layout_new(&j, 1, &L))) {
+		fprintf(stderr, "hostile_peer: layout: %s\n", rdmaps_strerror(rc));
+		return 1;
+	}
+	uint64_t hash = L.hash;
+	rdmaps_layout_free(&L);
+	if (obs_start(&o, (uint32_t)atoi(argv[5]), hash))
+		return 1;
+	sleep(1); /* a baseline for the observer */
+	rc = !strcmp(argv[1], "stall") ? do_stall((uint32_t)atoi(argv[4]), hash)
+					: do_ring((uint32_t)atoi(argv[4]), hash);
+	return obs_finish(&o) | rc;
+usage:
+	fprintf(stderr, "usage: hostile_peer stall|ring HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-\n"
+			"       hostile_peer flood HOST:PORT NCONN SECS\n");
+	return 2;
+}
