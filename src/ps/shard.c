@@ -80,6 +80,8 @@ static uint64_t done_of(struct shard *s, int i)
 	return __atomic_load_n(&s->counters[counters_done_idx(s->W, i)], __ATOMIC_ACQUIRE);
 }
 
+static void drop_conn(struct shard *s, int i, const char *why);
+
 static int is_pending(const struct shard *s, int i)
 {
 	for (int k = 0; k < s->npending; k++)
@@ -109,7 +111,17 @@ static void release(struct shard *s, int i)
 	mbox_pack(&s->mbox_src[2 * i], (s->version << 32) | (s->consumed[i] & 0xffffffffull));
 	int rc = mbox_post(s, i, 0, 0);
 	if (rc == RDMAPS_E_AGAIN) {
-		rt_flush(s->conns[i], s->j->timeout_s * 1000);
+		/* Its send queue is full: every message posted to it is unanswered
+		 * (an honest worker has at most a few in flight: one release per
+		 * push, one probe).  This thread serves everyone: wait as long as a
+		 * liveness check would (LIVE_CHECK_S), not --timeout, and drop a
+		 * peer that still has not answered, as a dead one (it may rejoin). */
+		if (rt_flush(s->conns[i], (int)(LIVE_CHECK_S * 1000)) == RDMAPS_E_TIMEOUT) {
+			char why[96];
+			snprintf(why, sizeof(why), "its send queue stayed full for %.0f s: it reads nothing", LIVE_CHECK_S);
+			drop_conn(s, i, why);
+			return;
+		}
 		rc = mbox_post(s, i, 0, 0);
 	}
 	if (rc)

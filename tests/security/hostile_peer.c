@@ -24,8 +24,11 @@
  * worker OBSERVER that READs the parameters' current_version every 50 ms
  * while the honest workers train, and prints the longest time the version
  * did not move during the attack ("HOSTILE observer: longest stall S s").
- * Exit 0 when the attack ran (the verdict is the driver's: it compares the
- * printed times), 1 on a set-up failure, 2 on bad arguments.
+ * After the attack both connect honestly as worker INDEX, which must be
+ * accepted (the index is free again: the rejoin path).
+ * Exit 0 when the attack ran and that connection was accepted (the rest of
+ * the verdict is the driver's: it compares the printed times), 1 otherwise,
+ * 2 on bad arguments.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -151,7 +154,7 @@ static int half_handshake(uint32_t index, uint64_t hash, int *fa, int *fb, int32
 struct observer {
 	struct rt_ctx *ctx;
 	struct rt_conn *c;
-	uint64_t *mbox, *buf;
+	uint64_t *mbox, *buf, *mbox2;
 	pthread_t thr;
 	int stop;            /* __atomic */
 	double maxgap;       /* longest time current_version stood still */
@@ -215,6 +218,7 @@ static int obs_start(struct observer *o, uint32_t index, uint64_t hash)
 		goto err;
 	o->mbox = rt_alloc(o->ctx, 64);
 	o->buf = rt_alloc(o->ctx, 64);
+	o->mbox2 = rt_alloc(o->ctx, 64); /* for the honest connection after the attack */
 	if (!o->mbox || !o->buf) {
 		rc = RDMAPS_E_NOMEM;
 		goto err;
@@ -263,6 +267,8 @@ static int obs_finish(struct observer *o)
 	rt_conn_delete(&o->c);
 	rt_free(o->ctx, o->mbox, 64);
 	rt_free(o->ctx, o->buf, 64);
+	if (o->mbox2)
+		rt_free(o->ctx, o->mbox2, 64);
 	rt_ctx_delete(&o->ctx);
 	return o->err ? 1 : 0;
 }
@@ -431,6 +437,18 @@ int main(int argc, char **argv)
 	sleep(1); /* a baseline for the observer */
 	rc = !strcmp(argv[1], "stall") ? do_stall((uint32_t)atoi(argv[4]), hash)
 					: do_ring((uint32_t)atoi(argv[4]), hash);
+	if (!rc) {
+		/* the index the ps dropped (or timed out) is free again: an honest
+		 * worker restarted with it must get in (the rejoin path) */
+		struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = (uint32_t)atoi(argv[4]), .layout_hash = hash };
+		struct rt_grant g[1] = { { G_W_MAILBOX, o.mbox2, 64, RT_RIGHT_WRITE } };
+		struct rt_conn *c = NULL;
+		int crc = o.mbox2 ? rt_connect(o.ctx, host, port, &hello, g, 1, 10000, &c) : RDMAPS_E_NOMEM;
+		printf("HOSTILE %s: then an honest connection as worker %s: %s\n", argv[1], argv[4],
+		       crc ? rdmaps_strerror(crc) : "accepted");
+		rt_conn_delete(&c);
+		rc = crc != 0;
+	}
 	return obs_finish(&o) | rc;
 usage:
 	fprintf(stderr, "usage: hostile_peer stall|ring HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-\n"

@@ -20,6 +20,7 @@
 #          within 4.5 s and the version must not stand still for 4.5 s;
 #        ring: a peer that pushes but never reads its mailbox socket: the
 #          version must not stand still for 5 s, and the ps drops it.
+#        Then worker 2 connects honestly and must be accepted (rejoin).
 #        The ps must still be serving afterwards (it has not given up).
 #   CASE flood (tcp): 64 idle plain connections (no bytes, no token) held
 #        before and while honest workers 0 and 1 connect: the job must
@@ -203,6 +204,7 @@ stall|ring)
 		awk "BEGIN{exit !($gap < 5)}" || fail "training stood still for $gap s during the attack (limit 5 s)"
 		grep -q "lost worker 2" "$t/ps.log" || fail "the ps did not drop the peer that never reads"
 		grep "lost worker 2" "$t/ps.log"
+		grep -q "worker 2 rejoined" "$t/ps.log" || fail "worker 2 could not rejoin after the drop"
 	fi
 	[ $hrc -eq 0 ] || fail "hostile_peer exited $hrc"
 	sleep 1
