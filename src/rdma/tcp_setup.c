@@ -25,11 +25,19 @@
 
 #include "tcp_internal.h"
 
+/* Connection attempts whose hellos are not paired yet (the listener's table).
+ * A full table evicts its oldest entry without a whole hello (else its
+ * oldest), so idle sockets cannot lock real clients out; each entry lives at
+ * most TCP_HELLO_MS (or the ctx timeout if shorter): an honest client sends
+ * both hellos right after connecting (docs/hardening.md, "Hostile TCP
+ * peers"). */
 #define TCP_PENDING_MAX 64
+#define TCP_HELLO_MS 5000
 
 struct tcp_pending {
 	int fd;
 	unsigned got;
+	uint64_t since;         /* accepted at (rt_now_ms) */
 	uint64_t deadline;
 	uint8_t buf[TCP_HELLO_LEN];
 	struct tcp_hello hello;
@@ -39,6 +47,7 @@ struct tcp_pending {
 struct tcp_listener {
 	int fd;
 	int npend;
+	int warned_full;        /* said once that the table filled up */
 	struct tcp_pending pend[TCP_PENDING_MAX];
 };
 
@@ -288,6 +297,28 @@ static void pend_drop(struct tcp_listener *tl, int i, int close_fd)
 	tl->pend[i] = tl->pend[--tl->npend];
 }
 
+/* The table is full: close the oldest entry that has not sent a whole hello
+ * (silent or slow), or, if every one has, the oldest (a half pair whose other
+ * socket never came). */
+static void pend_evict(struct tcp_listener *tl)
+{
+	int v = 0;
+
+	for (int i = 1; i < tl->npend; i++) {
+		const struct tcp_pending *p = &tl->pend[i], *q = &tl->pend[v];
+
+		if (p->complete != q->complete ? !p->complete : p->since < q->since)
+			v = i;
+	}
+	if (!tl->warned_full) {
+		RDMAPS_WARN("tcp: %d connection attempts without a complete hello pair: closing the oldest "
+			    "to accept new ones (a flood of idle connections?)", TCP_PENDING_MAX);
+		tl->warned_full = 1;
+	}
+	RDMAPS_DBG("tcp: pending table full: evicting an entry %s", tl->pend[v].complete ? "with a hello" : "without a hello");
+	pend_drop(tl, v, 1);
+}
+
 static void tcp_listener_fini(struct rt_listener *lst)
 {
 	struct tcp_listener *tl = lst->backend;
@@ -330,6 +361,23 @@ static int pend_hello(struct rt_ctx *ctx, struct tcp_listener *tl, int i)
 	return 1;
 }
 
+static void pend_expire(struct tcp_listener *tl, uint64_t now)
+{
+	for (int i = 0; i < tl->npend;) {
+		if (now >= tl->pend[i].deadline) {
+			/* a client's half pair is worth a line; a socket that sent
+			 * no whole hello (a scan, a flood) is not */
+			if (tl->pend[i].complete)
+				RDMAPS_WARN("tcp: incomplete connection attempt timed out");
+			else
+				RDMAPS_DBG("tcp: a connection that sent no whole hello timed out");
+			pend_drop(tl, i, 1);
+		} else {
+			i++;
+		}
+	}
+}
+
 static int find_pair(struct tcp_listener *tl, int *iops, int *iserve)
 {
 	for (int i = 0; i < tl->npend; i++) {
@@ -352,8 +400,9 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 	struct tcp_listener *tl = lst->backend;
 	struct rt_ctx *ctx = lst->ctx;
 	uint64_t deadline = rt_now_ms() + (uint64_t)timeout_ms;
+	uint64_t hello_ms = (uint64_t)(ctx->timeout_ms < TCP_HELLO_MS ? ctx->timeout_ms : TCP_HELLO_MS);
 
-	for (;;) {
+	for (int pass = 0;; pass++) {
 		struct pollfd pfd[TCP_PENDING_MAX + 1];
 		int a, b, rc, wait;
 		uint64_t now = rt_now_ms();
@@ -375,24 +424,26 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 			pend_drop(tl, a > b ? b : a, 0);
 			return RDMAPS_OK;
 		}
-		/* expire half-open sockets */
-		for (int i = 0; i < tl->npend;) {
-			if (now >= tl->pend[i].deadline) {
-				RDMAPS_WARN("tcp: incomplete connection attempt timed out");
-				pend_drop(tl, i, 1);
-			} else {
-				i++;
-			}
-		}
+		/* expire half-open sockets; not on the first pass: what arrived
+		 * while the caller was away (serving, or in a set-up) is read first */
+		if (pass)
+			pend_expire(tl, now);
 		wait = rt_remaining_ms(deadline);
 		if (!wait && timeout_ms)
 			return RDMAPS_E_TIMEOUT;
+		/* a non-blocking call ends after a bounded number of passes
+		 * (each accepts one socket), even while sockets keep coming */
+		if (!timeout_ms && pass >= 2 * TCP_PENDING_MAX)
+			return RDMAPS_E_TIMEOUT;
 		pfd[0].fd = tl->fd;
-		pfd[0].events = tl->npend < TCP_PENDING_MAX ? POLLIN : 0;
+		pfd[0].events = POLLIN; /* a full table evicts (pend_evict) */
 		for (int i = 0; i < tl->npend; i++) {
 			pfd[i + 1].fd = tl->pend[i].fd;
-			pfd[i + 1].events = tl->pend[i].complete ? 0 : POLLIN;
-			if (tl->pend[i].deadline - now < (uint64_t)wait)
+			/* complete ones too: their client may hang up */
+			pfd[i + 1].events = POLLIN;
+			if (tl->pend[i].deadline <= now)
+				wait = 0; /* read what it sent, then expire it */
+			else if (tl->pend[i].deadline - now < (uint64_t)wait)
 				wait = (int)(tl->pend[i].deadline - now) + 1;
 		}
 		rc = poll(pfd, (nfds_t)tl->npend + 1, wait);
@@ -402,8 +453,10 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 			RDMAPS_ERR("tcp: poll(listener) failed: %s", strerror(errno));
 			return RDMAPS_E_IO;
 		}
-		if (rc == 0 && !timeout_ms)
+		if (rc == 0 && !timeout_ms) {
+			pend_expire(tl, rt_now_ms());
 			return RDMAPS_E_TIMEOUT;
+		}
 		/* read hellos (indices of pfd are stable until we drop) */
 		for (int i = tl->npend - 1; i >= 0; i--) {
 			struct tcp_pending *p = &tl->pend[i];
@@ -411,6 +464,13 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 
 			if (!(pfd[i + 1].revents & (POLLIN | POLLERR | POLLHUP)))
 				continue;
+			if (p->complete) {
+				/* nothing may follow a hello before our set-up
+				 * reply: the client hung up, failed, or breaks the
+				 * protocol; its slot is freed */
+				pend_drop(tl, i, 1);
+				continue;
+			}
 			n = recv(p->fd, p->buf + p->got, TCP_HELLO_LEN - p->got, 0);
 			if (n > 0) {
 				p->got += (unsigned)n;
@@ -427,11 +487,15 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 				if (tcp_set_sock_opts(fd)) {
 					close(fd);
 				} else {
-					struct tcp_pending *p = &tl->pend[tl->npend++];
+					struct tcp_pending *p;
 
+					if (tl->npend == TCP_PENDING_MAX)
+						pend_evict(tl);
+					p = &tl->pend[tl->npend++];
 					memset(p, 0, sizeof(*p));
 					p->fd = fd;
-					p->deadline = rt_now_ms() + (uint64_t)ctx->timeout_ms;
+					p->since = rt_now_ms();
+					p->deadline = p->since + hello_ms;
 				}
 			} else if (errno != EAGAIN && errno != EINTR) {
 				RDMAPS_WARN("tcp: accept failed: %s", strerror(errno));

@@ -225,6 +225,9 @@ flood)
 	waitfor "$pspid" "ps"
 	kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
 	grep '^HOSTILE' "$t/hostile.log"
+	# the table was full: the workers got in because the ps evicted idle ones
+	grep -q "without a complete hello pair: closing the oldest" "$t/ps.log" || fail "the ps never found its table full"
+	grep "without a complete hello pair" "$t/ps.log"
 	grep -q "ps 0: done after .*global step 1[0-9][0-9], " "$t/ps.log" || fail "ps summary: expected ~100 global steps"
 	grep "ps 0: done" "$t/ps.log"
 	;;
