@@ -508,7 +508,7 @@ static int tcp_accept_grant(struct rt_request *req, const struct rt_grant *g, in
 			    struct rt_conn *conn)
 {
 	struct tcp_request *r = req->backend;
-	uint64_t deadline = rt_handshake_deadline(req->ctx); /* not --timeout: see rt_internal.h */
+	uint64_t deadline = rt_handshake_deadline(req->ctx, RT_HANDSHAKE_MS); /* not --timeout: see rt_internal.h */
 	uint8_t table[RT_TABLE_MAX_LEN];
 	size_t tlen = 0;
 	int32_t st = 0;

@@ -576,7 +576,7 @@ int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 	struct verbs_request *vr = req->backend;
 	/* ESTABLISHED and the client's table: a short wait, not the ctx
 	 * timeout (the ps calls this on its only serving thread) */
-	uint64_t deadline = rt_handshake_deadline(req->ctx);
+	uint64_t deadline = rt_handshake_deadline(req->ctx, RT_HANDSHAKE_VERBS_MS);
 	struct rdma_conn_param cp;
 	struct rdma_cm_event *ev = NULL;
 	struct verbs_conn *vc;
