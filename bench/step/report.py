@@ -422,6 +422,24 @@ def main():
             line = ("transport line from rt_bench tcp round trips (alpha = median 8 B p50 of READ, WRITE, FETCH_ADD; "
                     "slope to the mean READ/WRITE p50 at %d B): t = %.1f us + bytes / %.2f GB/s"
                     % (big, t8, 1e-3 / beta if beta > 0 else float("nan")))
+            # how well two anchors describe every row: measured / predicted
+            # per READ/WRITE/FETCH_ADD row of the run (the fit's anchors
+            # included), so a reader sees where the line is off
+            resid = []
+            for (kind, o, nb), row in sorted(rows_.items(), key=lambda kv: (kv[0][2], kv[0][1])):
+                if kind != "rt-tcp" or o not in ("READ", "WRITE", "FETCH_ADD"):
+                    continue
+                pred = t8 + nb * beta
+                if pred > 0:
+                    resid.append({"op": o, "bytes": nb, "p50_us": row["p50"], "predicted_us": pred,
+                                  "measured_over_predicted": row["p50"] / pred})
+            derived["transport_fit"]["rows"] = resid
+            if resid:
+                lo = min(resid, key=lambda r: r["measured_over_predicted"])
+                hi = max(resid, key=lambda r: r["measured_over_predicted"])
+                line += ("; measured / predicted over its %d rows: min %.2f (%s %d B), max %.2f (%s %d B)"
+                         % (len(resid), lo["measured_over_predicted"], lo["op"], lo["bytes"],
+                            hi["measured_over_predicted"], hi["op"], hi["bytes"]))
             txt.append(line)
             md.append(line + "\n")
 
