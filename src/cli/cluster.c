@@ -38,6 +38,38 @@ static void free_strv(char **v, int n)
 	free(v);
 }
 
+int rdmaps_read_token_file(const char *path, char *out, size_t outsz, char *err, size_t errlen)
+{
+	char tb[256];
+	FILE *f;
+	size_t n;
+
+	if (!path || !out || outsz < 2 || outsz > sizeof(tb) - 2)
+		return fail(err, errlen, "bad arguments");
+	if (!(f = fopen(path, "r"))) {
+		fail(err, errlen, "%s", strerror(errno));
+		return RDMAPS_E_IO;
+	}
+	/* one byte past the limit, and room for a CR LF: a longer token shows */
+	n = fread(tb, 1, outsz + 2, f);
+	int rerr = ferror(f) ? errno : 0;
+	fclose(f);
+	if (rerr) {
+		fail(err, errlen, "%s", strerror(rerr));
+		return RDMAPS_E_IO;
+	}
+	while (n && (tb[n - 1] == '\n' || tb[n - 1] == '\r'))
+		n--;
+	if (!n)
+		return fail(err, errlen, "empty token");
+	if (n > outsz - 1 || memchr(tb, 0, n))
+		return fail(err, errlen, "the token must be 1 to %zu bytes without NUL (one line; a trailing newline "
+			    "is dropped)", outsz - 1);
+	memcpy(out, tb, n);
+	out[n] = 0;
+	return 0;
+}
+
 int rdmaps_parse_bool(const char *s, int *out)
 {
 	/* absl's BooleanParser takes true/t/1 and false/f/0 in any case */

@@ -23,6 +23,14 @@ struct rdmaps_cluster {
 	char **worker_hosts; /* nworkers "host:port" strings, malloc'd */
 };
 
+/* --auth_token_file: read the token in PATH into out[outsz] (at most outsz - 1
+ * bytes; callers pass RT_TOKEN_MAX + 1).  One trailing run of newlines is
+ * dropped; an empty token, a longer one (refused, never cut: two tokens
+ * alike in their first bytes would match) or one with a NUL byte is an
+ * error.  Returns 0, or RDMAPS_E_IO / RDMAPS_E_INVAL with err saying why
+ * (what follows "PATH: " in a message). */
+int rdmaps_read_token_file(const char *path, char *out, size_t outsz, char *err, size_t errlen);
+
 /* True/true/t/1/yes/False/false/f/0/no (letters case-insensitive); s == NULL (a bare
  * flag) means true.  Anything else: RDMAPS_E_INVAL, *out untouched. */
 int rdmaps_parse_bool(const char *s, int *out);

@@ -295,38 +295,12 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		}
 		case O_SLURM_PS: if (parse_int("slurm_num_ps", optarg, 1, 4096, &v)) return 2; slurm_ps = (int)v; break;
 		case O_PORTBASE: if (parse_int("port_base", optarg, 1, 65535, &v)) return 2; port_base = v; break;
-		case O_TOKEN: {
-			FILE *f = fopen(optarg, "r");
-			if (!f) {
-				fprintf(stderr, "rdmaps: --auth_token_file=%s: %s\n", optarg, strerror(errno));
+		case O_TOKEN:
+			if (rdmaps_read_token_file(optarg, j->token, sizeof(j->token), err, sizeof(err))) {
+				fprintf(stderr, "rdmaps: --auth_token_file=%s: %s\n", optarg, err);
 				return 2;
 			}
-			/* read one byte past the limit: a longer token is refused, not
-			 * cut (two tokens alike in their first RT_TOKEN_MAX bytes
-			 * would match) */
-			char tb[RT_TOKEN_MAX + 3];
-			size_t n = fread(tb, 1, sizeof(tb), f);
-			int rerr = ferror(f) ? errno : 0;
-			fclose(f);
-			if (rerr) {
-				fprintf(stderr, "rdmaps: --auth_token_file=%s: %s\n", optarg, strerror(rerr));
-				return 2;
-			}
-			while (n && (tb[n - 1] == '\n' || tb[n - 1] == '\r'))
-				n--;
-			if (!n) {
-				fprintf(stderr, "rdmaps: --auth_token_file=%s: empty token\n", optarg);
-				return 2;
-			}
-			if (n > RT_TOKEN_MAX || memchr(tb, 0, n)) {
-				fprintf(stderr, "rdmaps: --auth_token_file=%s: the token must be 1 to %d bytes without NUL "
-					"(one line; a trailing newline is dropped)\n", optarg, RT_TOKEN_MAX);
-				return 2;
-			}
-			memcpy(j->token, tb, n);
-			j->token[n] = 0;
 			break;
-		}
 		case O_PS:
 			if (!launch_mode) goto unknown;
 			if (parse_int("ps", optarg, 1, 64, &v)) return 2;
@@ -431,13 +405,8 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 /* The host lists parse_flags allocated (LeakSanitizer counts them). */
 static void job_free(struct rdmaps_job *j)
 {
-	for (int i = 0; j->ps_hosts && i < j->nps; i++)
-		free(j->ps_hosts[i]);
-	for (int i = 0; j->worker_hosts && i < j->nworkers; i++)
-		free(j->worker_hosts[i]);
-	free(j->ps_hosts);
-	free(j->worker_hosts);
-	j->ps_hosts = j->worker_hosts = NULL;
+	hostlist_free(&j->ps_hosts, &j->nps);
+	hostlist_free(&j->worker_hosts, &j->nworkers);
 }
 
 /* `rdmaps ports N [IPV4]`: N distinct ports free on IPV4 now, picked as

@@ -413,13 +413,11 @@ int main(int argc, char **argv)
 	if (argc != 7 || (strcmp(argv[1], "stall") && strcmp(argv[1], "ring")))
 		goto usage;
 	if (strcmp(argv[6], "-")) {
-		FILE *f = fopen(argv[6], "r");
-		size_t n = f ? fread(token, 1, RT_TOKEN_MAX, f) : 0;
-		if (f)
-			fclose(f);
-		while (n && (token[n - 1] == '\n' || token[n - 1] == '\r'))
-			n--;
-		token[n] = 0;
+		char err[160];
+		if (rdmaps_read_token_file(argv[6], token, sizeof(token), err, sizeof(err))) {
+			fprintf(stderr, "hostile_peer: %s: %s\n", argv[6], err);
+			return 2;
+		}
 	}
 	rdmaps_job_defaults(&j);
 	j.nps = 1;

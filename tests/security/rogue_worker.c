@@ -155,13 +155,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (argc == 6) {
-		FILE *f = fopen(argv[5], "r");
-		size_t n = f ? fread(token, 1, RT_TOKEN_MAX, f) : 0;
-		if (f)
-			fclose(f);
-		while (n && (token[n - 1] == '\n' || token[n - 1] == '\r'))
-			n--;
-		token[n] = 0;
+		char err[160];
+		if (rdmaps_read_token_file(argv[5], token, sizeof(token), err, sizeof(err))) {
+			fprintf(stderr, "rogue_worker: %s: %s\n", argv[5], err);
+			return 2;
+		}
 	}
 	if ((rc = rdmaps_layout_new(&j, 1, &L))) {
 		fprintf(stderr, "rogue_worker: layout: %s\n", rdmaps_strerror(rc));
