@@ -37,7 +37,6 @@
 struct tcp_pending {
 	int fd;
 	unsigned got;
-	uint64_t since;         /* accepted at (rt_now_ms) */
 	uint64_t deadline;
 	uint8_t buf[TCP_HELLO_LEN];
 	struct tcp_hello hello;
@@ -307,7 +306,9 @@ static void pend_evict(struct tcp_listener *tl)
 	for (int i = 1; i < tl->npend; i++) {
 		const struct tcp_pending *p = &tl->pend[i], *q = &tl->pend[v];
 
-		if (p->complete != q->complete ? !p->complete : p->since < q->since)
+		/* every entry lives the same TCP_HELLO_MS: the earliest deadline
+		 * is the oldest */
+		if (p->complete != q->complete ? !p->complete : p->deadline < q->deadline)
 			v = i;
 	}
 	if (!tl->warned_full) {
@@ -494,8 +495,7 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 					p = &tl->pend[tl->npend++];
 					memset(p, 0, sizeof(*p));
 					p->fd = fd;
-					p->since = rt_now_ms();
-					p->deadline = p->since + hello_ms;
+					p->deadline = rt_now_ms() + hello_ms;
 				}
 			} else if (errno != EAGAIN && errno != EINTR) {
 				RDMAPS_WARN("tcp: accept failed: %s", strerror(errno));
