@@ -117,6 +117,30 @@ static void hostlist_free(char ***h, int *n)
 	*n = 0;
 }
 
+/* getopt takes a unique prefix of a flag's name (--metr=F for --metrics);
+ * absl, whose spellings rdmaps follows, does not, and launch, which rewrites
+ * --ps, --workers and --metrics for each task, would pass the prefix
+ * through unchanged (every worker writing one --metrics file).  After
+ * getopt matched option NAME, the word it came from (argv[optind - 1], or
+ * argv[optind - 2] when the value was the next word) must spell NAME
+ * whole.  Returns 1, or 0 after saying what is wrong. */
+static int flag_spelled_whole(int argc, char **argv, const char *name)
+{
+	int w = optind - 1;
+	if (w >= 1 && w < argc && optarg == argv[w] && w >= 2 && argv[w - 1][0] == '-')
+		w--; /* "--flag value" */
+	if (w < 1 || w >= argc)
+		return 1;
+	const char *a = argv[w];
+	a += a[0] == '-' ? (a[1] == '-' ? 2 : 1) : 0;
+	size_t n = strcspn(a, "=");
+	if (n == strlen(name) && !strncmp(a, name, n))
+		return 1;
+	fprintf(stderr, "rdmaps: unknown flag '%.*s' (did you mean --%s? flags are spelled whole, as absl "
+		"spells them)\n", (int)(n + (size_t)(a - argv[w])), argv[w], name);
+	return 0;
+}
+
 enum {
 	O_JOB = 1000, O_TASK, O_PSH, O_WKH, O_SYNC, O_R, O_STEPS, O_BATCH, O_LR, O_HID, O_MODEL,
 	O_DATA, O_TRANSPORT, O_SEED, O_LOGEVERY, O_METRICS, O_TIMEOUT, O_PS, O_WORKERS, O_TOKEN,
@@ -188,9 +212,12 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 	opterr = 0;
 	for (;;) {
 		/* _only: one dash works too (-job_name=ps), as absl's flags take it */
-		int o = getopt_long_only(argc, argv, "", long_opts, NULL);
+		int li = -1;
+		int o = getopt_long_only(argc, argv, "", long_opts, &li);
 		if (o == -1)
 			break;
+		if (o != '?' && li >= 0 && !flag_spelled_whole(argc, argv, long_opts[li].name))
+			return 2;
 		switch (o) {
 		case O_JOB:
 			if (strcmp(optarg, "ps") && strcmp(optarg, "worker")) {

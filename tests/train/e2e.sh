@@ -255,6 +255,14 @@ cli)
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --metrics="/tmp/$long"
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --ps_hosts=a:2 --worker_hosts=b:2 --sync_replicas=maybe
 	expect2 launch --ps=1 --workers=2 --task_index=0
+	# a prefix of a flag's name is not that flag (absl's rule): launch
+	# passed --metr=F to every worker unchanged, one file for all of them
+	expect2 launch --ps=1 --workers=2 --metr=/tmp/x --data_dir="$data"
+	expect2 --job_name=worker --task_ind=0 --ps_hosts=a:1 --worker_hosts=b:2
+	expect2 --nosync --download_only --data_dir="$data"
+	grep -q "did you mean --nosync_replicas" "$out" || fail "a flag prefix: no hint of the whole flag"
+	"$bin" -job_name ps -task_index 0 -ps_hosts a:1 -worker_hosts b:2 --nosync_replicas \
+		--download_only --data_dir "$data" >"$out" 2>&1 || fail "whole flags, values in the next word: refused"
 	# the auth token: longer than 40 bytes, with a NUL, a directory
 	tok=${TMPDIR:-/tmp}/rdmaps-e2e-$$-token
 	printf '%041d' 7 >"$tok"
