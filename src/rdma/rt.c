@@ -52,7 +52,7 @@ int rt_check_op(const struct rt_conn *c, enum rt_op op, uint32_t lid, size_t lof
 	unsigned need = op_right(op);
 	int atomic = op == RT_OP_FETCH_ADD || op == RT_OP_CMP_SWAP;
 
-	if (!c || !need || len == 0 || lid >= RT_MAX_GRANTS)
+	if (!c || !need || len == 0 || len > RT_MAX_OP_LEN || lid >= RT_MAX_GRANTS)
 		return RDMAPS_E_INVAL;
 	l = &c->local[lid];
 	if (!l->valid || loff > l->len || len > l->len - loff)

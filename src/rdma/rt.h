@@ -140,6 +140,12 @@ struct rt_completion {
 	int status;               /* RDMAPS_OK or negative rdmaps_status */
 };
 
+/* The most bytes one READ or WRITE moves: the IB spec and rxe cap a message
+ * at 2^31 bytes (a verbs sge length is 32 bits), and the tcp frame at 2 GiB.
+ * A longer op is RDMAPS_E_INVAL at the initiator; split it (the worker
+ * does, by pieces). */
+#define RT_MAX_OP_LEN ((size_t)1 << 30)
+
 /* flags for operations */
 #define RT_F_SIGNALED 1u      /* produce a completion */
 #define RT_F_INLINE   2u      /* hint: small payload may be inlined */

@@ -9,6 +9,7 @@
  * between the model vectors and registered buffers: they are registered.
  * Same loop for sync and async; the ps policy differs. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,48 @@ struct wshard {
 	uint64_t want;         /* pull: the version asked for */
 	int err;               /* first error of this step on this shard */
 };
+
+/* Floats one READ or WRITE of a piece moves at most: RT_MAX_OP_LEN, or
+ * less when RDMAPS_MAX_OP_BYTES says so (a test hook: small ops exercise
+ * the split with a small model). */
+static size_t max_op_floats(void)
+{
+	size_t b = RT_MAX_OP_LEN;
+	const char *e = getenv("RDMAPS_MAX_OP_BYTES");
+	if (e && *e) {
+		char *end;
+		unsigned long long v = strtoull(e, &end, 10);
+		if (!*end && v >= sizeof(float) && v < b)
+			b = (size_t)v;
+	}
+	return b / sizeof(float);
+}
+
+/* Split the shard's pieces so that none is longer than maxf floats (a
+ * shard piece of 2^30 bytes or more would be one op too long for any
+ * transport).  Returns 0, or -1 out of memory (sh unchanged). */
+static int split_pieces(struct wshard *sh, size_t maxf)
+{
+	size_t n = 0;
+	for (int k = 0; k < sh->npc; k++)
+		n += (sh->pc[k].count + maxf - 1) / maxf;
+	if (n == (size_t)sh->npc)
+		return 0;
+	if (n > INT_MAX)
+		return -1;
+	struct wpiece *out = calloc(n, sizeof(*out));
+	if (!out)
+		return -1;
+	size_t m = 0;
+	for (int k = 0; k < sh->npc; k++)
+		for (size_t o = 0; o < sh->pc[k].count; o += maxf)
+			out[m++] = (struct wpiece){ .flat = sh->pc[k].flat + o, .shard_off = sh->pc[k].shard_off + o,
+						    .count = sh->pc[k].count - o < maxf ? sh->pc[k].count - o : maxf };
+	free(sh->pc);
+	sh->pc = out;
+	sh->npc = (int)n;
+	return 0;
+}
 
 struct worker {
 	const struct rdmaps_job *j;
@@ -717,6 +760,13 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 				sh->pc[sh->npc++] = (struct wpiece){ .flat = flat, .shard_off = pc->shard_off,
 								     .count = pc->count };
 		}
+		if (split_pieces(sh, max_op_floats())) {
+			fprintf(stderr, "Worker %d: out of memory\n", w.me);
+			goto out_ctx;
+		}
+		if (max_op_floats() < RT_MAX_OP_LEN / sizeof(float))
+			printf("Worker %d: RDMAPS_MAX_OP_BYTES: ps %d's %zu floats in %d READs / WRITEs of at most %zu floats\n",
+			       w.me, p, sh->n, sh->npc, max_op_floats());
 	}
 	if (w.me == 0)
 		printf("Worker %d: Initializing session...\n", w.me);

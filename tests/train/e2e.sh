@@ -3,7 +3,7 @@
 # busybox inside the SoftRoCE VM).
 # usage: e2e.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
 #   CASE: sync | async | backup | over_aggregate | lstm | ps_spin | ps_progress |
-#         worker_progress | slow_compute | cli
+#         worker_progress | slow_compute | small_ops | cli
 # Exit 0 pass, 1 fail, 77 skipped (no data, or no RDMA device for rdma).
 bin=$1; tr=$2; data=$3; case=$4
 out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
@@ -126,6 +126,28 @@ equiv)
 		--dump_params="$d1" >"$out" 2>&1 || fail "launch exited non-zero"
 	timeout 120 "$eq" "$data" "$d1" 20 7 "$nw" ${7:+"$7"} || { rm -f "$d1"; fail "sync result differs from the single-process reference"; }
 	rm -f "$d1"
+	;;
+small_ops)
+	# A piece longer than one op may be (RT_MAX_OP_LEN, 1 GiB) is split
+	# into several READs / WRITEs.  RDMAPS_MAX_OP_BYTES=4004 (1001 floats,
+	# so pieces end mid-tensor) makes the split happen with mlp: 2 ps and 2
+	# workers train to the same bytes as with whole pieces ($5 steps,
+	# default 30).
+	st=${5:-30}
+	d0=${TMPDIR:-/tmp}/rdmaps-e2e-$$-whole.bin; d1=${TMPDIR:-/tmp}/rdmaps-e2e-$$-split.bin
+	timeout 300 "$bin" launch --ps=2 --workers=2 --sync_replicas --transport="$tr" \
+		--data_dir="$data" --train_steps="$st" --seed=11 --log_every=10 --timeout=60 \
+		--dump_params="$d0" >"$out" 2>&1 || { rm -f "$d0"; fail "launch (whole pieces) exited non-zero"; }
+	RDMAPS_MAX_OP_BYTES=4004 timeout 300 "$bin" launch --ps=2 --workers=2 --sync_replicas --transport="$tr" \
+		--data_dir="$data" --train_steps="$st" --seed=11 --log_every=10 --timeout=60 \
+		--dump_params="$d1" >"$out" 2>&1 || { rm -f "$d0" "$d1"; fail "launch (split pieces) exited non-zero"; }
+	check_ce 11513 2
+	n=$(grep -c "RDMAPS_MAX_OP_BYTES: ps [01]'s [0-9]* floats in [0-9]* READs / WRITEs of at most 1001 floats" "$out")
+	[ "$n" -eq 4 ] || { rm -f "$d0" "$d1"; fail "expected 4 lines (2 workers x 2 ps) saying how the pieces were split, got $n"; }
+	grep "RDMAPS_MAX_OP_BYTES" "$out" | sed 's/^/  /'
+	cmp -s "$d0" "$d1" || { rm -f "$d0" "$d1"; fail "the parameters differ between whole and split pieces"; }
+	rm -f "$d0" "$d1"
+	echo "  $st sync steps, 2 ps: identical parameters with pieces split into ops of 1001 floats"
 	;;
 ps_spin)
 	# --ps_spin_us changes when the ps's progress thread looks for READs,

@@ -527,6 +527,13 @@ static int t_violations(struct client *c, struct client *other)
 	      "unknown remote id");
 	CHECK(rt_read(k, L_BUF, BIG_ALLOC, G_BIG, 0, 8, 0, RT_F_SIGNALED) == RDMAPS_E_INVAL,
 	      "local OOB");
+	/* longer than one op may be (verbs: a 32-bit sge length wrapped 4 GiB
+	 * + 8 to 8 bytes, and the op succeeded; tcp: the target dropped the
+	 * connection), whatever the grants: refused before any bounds check */
+	CHECK(rt_read(k, L_BUF, 0, G_BIG, 0, RT_MAX_OP_LEN + 1, 0, RT_F_SIGNALED) == RDMAPS_E_INVAL,
+	      "read longer than RT_MAX_OP_LEN");
+	CHECK(rt_write(k, L_BUF, 0, G_BIG, 0, ((size_t)1 << 32) + 8, 0, RT_F_SIGNALED) == RDMAPS_E_INVAL,
+	      "write of 4 GiB + 8");
 
 	/* caught at the target: forge the table the peer sent us */
 	save = k->remote[G_RO];
