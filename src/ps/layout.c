@@ -53,8 +53,12 @@ int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_l
 	}
 	l->nparams = rdm_model_nparams(l->model);
 	uint64_t h = rdmaps_placement_hash(&l->place);
+	/* R only where it counts: async ignores --replicas_to_aggregate (as
+	 * TF does, and as the cli says), so an async worker without it must not
+	 * be refused by an async ps with it.  Async hashes W, which is what R
+	 * defaults to: checkpoints written before this keep their hash. */
 	uint64_t parts[] = { (uint64_t)j->model, l->nparams, (uint64_t)j->nworkers, (uint64_t)j->sync,
-			     (uint64_t)job_replicas(j) };
+			     (uint64_t)(j->sync ? job_replicas(j) : j->nworkers) };
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		h ^= parts[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
 	}

@@ -61,6 +61,7 @@ struct shard {
 	double *probe_sent;         /* time of the outstanding liveness WRITE, 0 = none */
 	int npending, count, R, W;
 	uint64_t accepted, dropped, updates;
+	uint64_t unapplied;     /* accepted into an aggregation that training's end cut off */
 	double agg_since;           /* start of the current sync aggregation wait */
 	double last_barrier_msg;
 	int missing_set;            /* hdr->missing holds a report */
@@ -610,6 +611,7 @@ static int serve(struct shard *s)
 		 * is over, and a partial aggregation here would never complete (with
 		 * backups, shards can stop one version apart).  Release its workers. */
 		if (done > 0 && s->npending) {
+			s->unapplied += (uint64_t)s->count;
 			for (int k = 0; k < s->npending; k++)
 				release(s, s->pending[k]);
 			s->npending = 0;
@@ -784,9 +786,16 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	for (int i = 0; i < s.W; i++)
 		if (s.ever[i] && !done_of(&s, i) && !gave_up && !ps_stop)
 			printf("ps %d: worker %d left without finishing\n", j->task_index, i);
-	printf("ps %d: done after %.3f s: global step %llu, %llu updates, %llu gradients accepted, %llu dropped (stale)\n",
+	/* with backups (or R > W) the last aggregation may be partial when
+	 * training ends: its gradients were accepted, never applied */
+	s.unapplied += j->sync ? (uint64_t)s.count : 0;
+	printf("ps %d: done after %.3f s: global step %llu, %llu updates, %llu gradients accepted, %llu dropped (stale)",
 	       j->task_index, rdmaps_now() - t0, (unsigned long long)s.version, (unsigned long long)s.updates,
 	       (unsigned long long)s.accepted, (unsigned long long)s.dropped);
+	if (s.unapplied)
+		printf("; %llu accepted gradient(s) left unapplied: training ended before their aggregation completed",
+		       (unsigned long long)s.unapplied);
+	printf("\n");
 	fflush(stdout);
 	ret = gave_up || s.ckpt_failed ? 1 : 0;
 	for (int i = 0; i < s.W; i++)

@@ -808,10 +808,11 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		double t0 = rdmaps_now();
 		/* (1) wait for my token on every shard I pushed to */
 		for (p = 0; p < w.P; p++) {
-			rc = wait_token(&w, p);
-			if (rc == RDMAPS_E_TIMEOUT)
-				goto out_conn;
-			if (rc)
+			/* its own --timeout is RDMAPS_E_STATE (the ps is alive:
+			 * not recoverable); a connection that broke with
+			 * RDMAPS_E_TIMEOUT (tcp: a send stalled) is recovered like
+			 * any broken one (until 2026-12-06 it ended the worker) */
+			if ((rc = wait_token(&w, p)))
 				goto lost;
 		}
 		double t1 = rdmaps_now();

@@ -35,6 +35,17 @@ check_ce() {
 		|| fail "validation cross entropy above $1"
 }
 
+# check_accounting R: every ps's last line adds up: the gradients it
+# accepted are R per update plus those it says training's end left
+# unapplied (a partial last aggregation; before 2026-12-06 they were
+# counted as accepted and not mentioned)
+check_accounting() {
+	grep "done after .* gradients accepted" "$out" | awk -v R="$1" '
+		{ u = 0; for (i = 1; i <= NF; i++) { if ($i == "updates,") up = $(i - 1); if ($i == "gradients" && $(i + 1) == "accepted,") acc = $(i - 1); if ($i == "accepted" && $(i + 1) == "gradient(s)") u = $(i - 1) }
+		  n++; if (acc - u != R * up) { print "  bad: " $0; bad = 1 } }
+		END { exit bad || n == 0 }' || fail "a ps's accepted gradients are not $1 per update plus those left unapplied"
+}
+
 # same_results FLAG: FLAG changes how the ps serves, never what: sync with
 # R = W and a fixed seed gives the same validation cross entropy with and
 # without it, and an async run with it trains and counts its steps like
@@ -116,6 +127,7 @@ backup)
 	check_ce 1500 3
 	[ "$(grep -c 'dropped (stale)' "$out")" -eq 2 ] || fail "both ps shards must report their dropped count"
 	grep 'dropped (stale)' "$out"
+	check_accounting 2
 	;;
 equiv)
 	# (d) the sync path equals one process averaging the same W gradients
@@ -210,10 +222,12 @@ over_aggregate)
 	check_ce 5000 2
 	# 100 accepted gradients made the 20 updates; up to W more may be
 	# accepted after the last one, into an aggregation that training's end
-	# leaves unapplied (each shard counts its own: they can differ)
+	# leaves unapplied (each shard counts its own: they can differ), and
+	# the ps says how many
 	[ "$(grep -c 'global step 20, 20 updates, 10[0-2] gradients accepted' "$out")" -eq 2 ] \
 		|| fail "both ps shards must report 20 updates of 5 accepted gradients each (+ at most 2 left over)"
 	grep 'dropped (stale)' "$out"
+	check_accounting 5
 	;;
 cli)
 	expect2() {
