@@ -62,6 +62,7 @@ struct shard {
 	int npending, count, R, W;
 	uint64_t accepted, dropped, updates;
 	uint64_t unapplied;     /* accepted into an aggregation that training's end cut off */
+	int accept_err;         /* the last rt_accept failure said (0: none) */
 	double agg_since;           /* start of the current sync aggregation wait */
 	double last_barrier_msg;
 	int missing_set;            /* hdr->missing holds a report */
@@ -385,9 +386,14 @@ static int accept_some(struct shard *s, int tmo_ms)
 	if (rc == RDMAPS_E_TIMEOUT)
 		return 0;
 	if (rc) {
-		fprintf(stderr, "ps %d: accept: %s\n", j->task_index, rdmaps_strerror(rc));
+		/* said once per kind of failure: the listener is polled every
+		 * ACCEPT_EVERY, and a lost device fails every poll */
+		if (rc != s->accept_err)
+			fprintf(stderr, "ps %d: accept: %s\n", j->task_index, rdmaps_strerror(rc));
+		s->accept_err = rc;
 		return 0;
 	}
+	s->accept_err = 0;
 	const struct rt_hello *hi = rt_request_hello(req);
 	if (hi->role != RDMAPS_ROLE_WORKER || hi->index >= (uint32_t)s->W || hi->layout_hash != s->L->job_hash) {
 		int other = hi->layout_hash != s->L->job_hash;

@@ -167,6 +167,15 @@ int rt_ctx_new(const struct rt_ctx_cfg *cfg, struct rt_ctx **out)
 		return rc;
 	}
 	rc = ops->ctx_init(ctx, cfg);
+	if (rc == RDMAPS_E_NOSUPPORT && cfg->kind == RT_AUTO && kind == RT_RDMA) {
+		/* auto: a device that cannot serve rdmaps (no atomics, e.g. some
+		 * iWARP NICs) is no RDMA device for it: TCP, said once */
+		RDMAPS_WARN("rt: --transport=auto: the RDMA device cannot serve rdmaps; using tcp");
+		ctx->caps_extra = 0;
+		ctx->ops = ops = &rt_tcp_ops;
+		ctx->kind = kind = RT_TCP;
+		rc = ops->ctx_init(ctx, cfg);
+	}
 	if (rc) {
 		free(ctx);
 		return rc;
@@ -358,12 +367,12 @@ const struct rt_remote *rt_conn_remote(const struct rt_conn *c, uint32_t id)
 
 unsigned rt_conn_caps(const struct rt_conn *c)
 {
-	return c && c->ops ? c->ops->caps : 0;
+	return c && c->ops ? c->ops->caps | (c->ctx ? c->ctx->caps_extra : 0) : 0;
 }
 
 unsigned rt_ctx_caps(const struct rt_ctx *ctx)
 {
-	return ctx && ctx->ops ? ctx->ops->caps : 0;
+	return ctx && ctx->ops ? ctx->ops->caps | ctx->caps_extra : 0;
 }
 
 uint32_t rt_ctx_target_events(const struct rt_ctx *ctx)

@@ -26,7 +26,11 @@
  * connections may be driven from different threads.  The TCP backend runs one
  * progress thread per rt_ctx that serves peers' operations on our grants.
  * Atomics (FETCH_ADD, CMP_SWAP) on a region are atomic with respect to each
- * other and to the owner's local __atomic operations on the same 8-byte word.
+ * other.  With respect to the owner's local __atomic operations on the same
+ * 8-byte word only where rt_ctx_caps() has RT_CAP_ATOMIC_GLOBAL (TCP; verbs
+ * on a device reporting IBV_ATOMIC_GLOB: most, rxe included, report
+ * IBV_ATOMIC_HCA, atomic among the device's own operations only).  rdmaps'
+ * ps only loads the words its workers add to.
  */
 #ifndef RDMAPS_RT_H
 #define RDMAPS_RT_H
@@ -297,6 +301,14 @@ int rt_flush(struct rt_conn *c, int timeout_ms);
  * them and wakes the sleeper).  Verbs: no (the NIC writes memory without
  * telling any CPU: poll the memory). */
 #define RT_CAP_TARGET_WAKE 2u
+
+/* RT_CAP_ATOMIC_GLOBAL: peers' FETCH_ADD / CMP_SWAP on this context's memory
+ * are atomic with respect to this process's own __atomic operations on the
+ * same word, not only with respect to each other.  TCP: yes (the progress
+ * thread executes them with __atomic builtins).  Verbs: when the device's
+ * atomic_cap is IBV_ATOMIC_GLOB (a device with IBV_ATOMIC_NONE is refused:
+ * RDMAPS_E_NOSUPPORT). */
+#define RT_CAP_ATOMIC_GLOBAL 4u
 
 /* The capabilities (RT_CAP_* bits) of the connection's / context's
  * transport; 0 for NULL. */

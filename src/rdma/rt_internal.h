@@ -24,6 +24,8 @@ struct rt_ctx {
 	int pin_progress;           /* TCP: progress thread created with affinity cpus */
 	int poll_spin_us;           /* verbs: busy-poll budget, us; < 0 = no sleeping */
 	int tcp_spin_us;            /* TCP initiator: busy-poll budget before recv() blocks, us */
+	unsigned caps_extra;        /* RT_CAP_* this context adds to its ops' (verbs:
+				     * RT_CAP_ATOMIC_GLOBAL when the device says so) */
 	void *backend;              /* backend-private state */
 };
 

@@ -696,7 +696,7 @@ const struct rt_ops rt_tcp_ops = {
 	.name = "tcp",
 	/* tcp_serve.c: a WRITE's payload is received into the region before the
 	 * next request of that connection is read; atomics are SEQ_CST */
-	.caps = RT_CAP_ORDERED_PLACEMENT | RT_CAP_TARGET_WAKE,
+	.caps = RT_CAP_ORDERED_PLACEMENT | RT_CAP_TARGET_WAKE | RT_CAP_ATOMIC_GLOBAL,
 	.ctx_init = tcp_ctx_init,
 	.ctx_fini = tcp_ctx_fini,
 	.listen = tcp_listen,

@@ -85,8 +85,10 @@ static int channel_new(struct rdma_event_channel **ch)
 	int fl;
 
 	if (!c) {
-		RDMAPS_ERR("verbs: rdma_create_event_channel failed: %s", strerror(errno));
-		return errno == ENODEV ? RDMAPS_E_NODEV : RDMAPS_E_IO;
+		int e = errno; /* the log line may change errno */
+
+		RDMAPS_ERR("verbs: rdma_create_event_channel failed: %s", strerror(e));
+		return e == ENODEV ? RDMAPS_E_NODEV : RDMAPS_E_IO;
 	}
 	fl = fcntl(c->fd, F_GETFL);
 	if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
@@ -290,8 +292,10 @@ static int conn_setup(struct rt_conn *conn, const struct rt_grant *g, int n)
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_inline_data = VERBS_MAX_INLINE;
 	if (rdma_create_qp(vc->id, vc->pd, &qa)) {
-		RDMAPS_ERR("verbs: rdma_create_qp failed: %s", strerror(errno));
-		return errno == ENOMEM ? RDMAPS_E_NOMEM : RDMAPS_E_IO;
+		int e = errno;
+
+		RDMAPS_ERR("verbs: rdma_create_qp failed: %s", strerror(e));
+		return e == ENOMEM ? RDMAPS_E_NOMEM : RDMAPS_E_IO;
 	}
 	vc->qp = vc->id->qp;
 	vc->sq_depth = VERBS_SQ_DEPTH;
@@ -441,9 +445,11 @@ int verbs_listen(struct rt_ctx *ctx, const char *host, uint16_t port,
 	if (rc)
 		goto err_id;
 	if (rdma_bind_addr(vl->id, ai->ai_addr)) {
+		int e = errno;
+
 		RDMAPS_ERR("verbs: rdma_bind_addr(%s:%u) failed: %s", host ? host : "*",
-			   port, strerror(errno));
-		rc = errno == EADDRINUSE ? RDMAPS_E_ADDR_IN_USE : RDMAPS_E_NODEV;
+			   port, strerror(e));
+		rc = e == EADDRINUSE ? RDMAPS_E_ADDR_IN_USE : RDMAPS_E_NODEV;
 		goto err_ai;
 	}
 	if (rdma_listen(vl->id, 64)) {
@@ -506,7 +512,10 @@ int verbs_accept(struct rt_listener *lst, int timeout_ms, struct rt_request *req
 		int rc, left = rt_remaining_ms(deadline);
 
 		rc = verbs_cm_wait(vl->ch, RDMA_CM_EVENT_CONNECT_REQUEST, left, 0, &ev);
-		if (rc == RDMAPS_E_TIMEOUT || rc == RDMAPS_E_IO)
+		/* DEVICE_REMOVAL: the listener's device is gone, no request will
+		 * come (rdma_cm wants the id destroyed: the caller's listener
+		 * delete does that) */
+		if (rc == RDMAPS_E_TIMEOUT || rc == RDMAPS_E_IO || rc == RDMAPS_E_NODEV)
 			return rc;
 		if (rc) {
 			if (rt_now_ms() >= deadline)
@@ -570,6 +579,22 @@ int verbs_accept(struct rt_listener *lst, int timeout_ms, struct rt_request *req
 
 static uint8_t min_u8(uint8_t a, uint8_t b) { return a < b ? a : b; }
 
+/* VERBS_RD_ATOM, or less where the device allows less outstanding RDMA
+ * READs / atomics per QP (librdmacm fails rdma_connect / rdma_accept with
+ * EINVAL above max_qp_rd_atom / max_qp_init_rd_atom) */
+static void rd_atom_limits(struct ibv_context *verbs, uint8_t *resp, uint8_t *init)
+{
+	struct ibv_device_attr da;
+
+	*resp = *init = VERBS_RD_ATOM;
+	if (!verbs || ibv_query_device(verbs, &da))
+		return;
+	if (da.max_qp_rd_atom >= 0 && da.max_qp_rd_atom < VERBS_RD_ATOM)
+		*resp = (uint8_t)da.max_qp_rd_atom;
+	if (da.max_qp_init_rd_atom >= 0 && da.max_qp_init_rd_atom < VERBS_RD_ATOM)
+		*init = (uint8_t)da.max_qp_init_rd_atom;
+}
+
 int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 		       struct rt_conn *conn)
 {
@@ -588,8 +613,13 @@ int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 		return RDMAPS_E_NOMEM;
 	}
 	memset(&cp, 0, sizeof(cp));
-	cp.responder_resources = min_u8(vr->initiator_depth, VERBS_RD_ATOM);
-	cp.initiator_depth = min_u8(vr->responder_resources, VERBS_RD_ATOM);
+	{
+		uint8_t resp, init;
+
+		rd_atom_limits(vr->id->verbs, &resp, &init);
+		cp.responder_resources = min_u8(vr->initiator_depth, resp);
+		cp.initiator_depth = min_u8(vr->responder_resources, init);
+	}
 	cp.retry_count = VERBS_RETRY;
 	cp.rnr_retry_count = VERBS_RETRY;
 	vc->id = vr->id;   /* the connection owns id and channel from here on */
@@ -696,8 +726,7 @@ int verbs_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 	memset(&cp, 0, sizeof(cp));
 	cp.private_data = pd;
 	cp.private_data_len = sizeof(pd);
-	cp.responder_resources = VERBS_RD_ATOM;
-	cp.initiator_depth = VERBS_RD_ATOM;
+	rd_atom_limits(vc->id->verbs, &cp.responder_resources, &cp.initiator_depth);
 	cp.retry_count = VERBS_RETRY;
 	cp.rnr_retry_count = VERBS_RETRY;
 	if (rdma_connect(vc->id, &cp)) {

@@ -113,6 +113,23 @@ static int with_device(const char *host, int (*fn)(struct ibv_device *, void *),
 }
 
 static int found(struct ibv_device *dev, void *arg) { (void)dev; (void)arg; return 1; }
+
+/* The device's atomic_cap (enum ibv_atomic_cap), -1 if it cannot be queried;
+ * *name gets the device name. */
+static int atomic_cap_of(struct ibv_device *dev, void *name)
+{
+	struct ibv_context *vc = ibv_open_device(dev);
+	struct ibv_device_attr da;
+	int cap = -1;
+
+	snprintf(name, 64, "%s", ibv_get_device_name(dev));
+	if (!vc)
+		return -1;
+	if (ibv_query_device(vc, &da) == 0)
+		cap = (int)da.atomic_cap;
+	ibv_close_device(vc);
+	return cap;
+}
 static int node_of(struct ibv_device *dev, void *arg) { (void)arg; return rt_numa_node_of_device(dev); }
 static int cpuset_of(struct ibv_device *dev, void *set) { return rt_cpuset_of_device(dev, set); }
 
@@ -135,6 +152,16 @@ int verbs_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
 			    host ? host : "");
 		return RDMAPS_E_NODEV;
 	}
+	/* FETCH_ADD carries the sync counters: a device without atomics is
+	 * refused here, not at the first push (a remote op error then) */
+	char dname[64] = "?";
+	int cap = with_device(host, atomic_cap_of, dname);
+	if (cap == IBV_ATOMIC_NONE) {
+		RDMAPS_ERR("verbs: device %s has no RDMA atomics (atomic_cap NONE): rdmaps' sync counters "
+			   "need FETCH_ADD; use --transport=tcp", dname);
+		return RDMAPS_E_NOSUPPORT;
+	}
+	ctx->caps_extra = cap == IBV_ATOMIC_GLOB ? RT_CAP_ATOMIC_GLOBAL : 0;
 	if (cfg && cfg->numa_node < 0) {
 		int node = with_device(host, node_of, NULL);
 

@@ -68,6 +68,8 @@ static void handle_wc(struct rt_conn *c, const struct ibv_wc *wc)
 	int st = verbs_wc_status(wc->status);
 
 	if (wc->wr_id == VERBS_WRID_CTRL_RECV || wc->wr_id == VERBS_WRID_CTRL_SEND) {
+		if (wc->wr_id == VERBS_WRID_CTRL_RECV && wc->status == IBV_WC_LOC_LEN_ERR)
+			st = RDMAPS_E_PROTO; /* the peer sent a table larger than any valid one */
 		if (st) {
 			mark_broken(c, st, "grants table exchange", wc->status);
 			return;
@@ -120,11 +122,16 @@ int verbs_progress(struct rt_conn *c)
 	return n;
 }
 
-/* Wait (bounded) until the SQ has a free slot. */
-static int make_room(struct rt_conn *c)
+/* Wait until the SQ has a free slot: busy-poll for the spin budget, then
+ * sleep on the completion channel (and read rdma_cm events: a DISCONNECTED
+ * ends the wait), as rt_poll does.  until_ms = 0: the ctx timeout, then
+ * RDMAPS_E_AGAIN (a post: the conn stays usable); else that deadline (a
+ * flush), then RDMAPS_E_TIMEOUT. */
+static int make_room(struct rt_conn *c, uint64_t until_ms)
 {
 	struct verbs_conn *vc = c->backend;
-	uint64_t deadline = 0;
+	uint64_t start = 0, deadline = until_ms;
+	unsigned spins = 0;
 
 	while (vc->head - vc->tail >= vc->sq_depth) {
 		int n = verbs_progress(c);
@@ -132,17 +139,29 @@ static int make_room(struct rt_conn *c)
 		if (n < 0)
 			return n;
 		if (vc->broken)
-			return RDMAPS_E_PEER_GONE;
+			return vc->broken;
 		if (n == 0) {
-			uint64_t now = rt_now_ms();
+			uint64_t now;
 
 			if (vc->stash_n >= VERBS_STASH)
 				return RDMAPS_E_AGAIN; /* caller must rt_poll first */
-			if (!deadline)
-				deadline = now + (uint64_t)(c->ctx->timeout_ms > 0 ?
-							    c->ctx->timeout_ms : 10000);
-			else if (now >= deadline)
-				return RDMAPS_E_AGAIN;
+			if (++spins % VERBS_SPIN_CHECK != 0)
+				continue;
+			now = rt_now_ms();
+			if (!start) {
+				start = now;
+				if (!deadline)
+					deadline = now + (uint64_t)(c->ctx->timeout_ms > 0 ?
+								    c->ctx->timeout_ms : 10000);
+			}
+			if (now >= deadline)
+				return until_ms ? RDMAPS_E_TIMEOUT : RDMAPS_E_AGAIN;
+			if (now - start >= verbs_spin_ms(c->ctx)) {
+				uint64_t left = deadline - now;
+
+				verbs_cq_wait(vc, left > 100 ? 100 : (int)left);
+				verbs_check_cm_events(c);
+			}
 		}
 	}
 	return RDMAPS_OK;
@@ -158,7 +177,7 @@ static int post_wr(struct rt_conn *c, unsigned op, void *laddr, uint32_t lkey,
 	int signal, rc;
 
 	if (vc->head - vc->tail >= vc->sq_depth) {
-		rc = make_room(c);
+		rc = make_room(c, 0);
 		if (rc)
 			return rc;
 	}
@@ -227,7 +246,7 @@ int verbs_post(struct rt_conn *c, enum rt_op op, uint32_t lid, size_t loff,
 	uint64_t raddr;
 
 	if (vc->broken)
-		return RDMAPS_E_PEER_GONE; /* errmsg says why */
+		return vc->broken; /* the status it broke with; errmsg says why */
 	/* rt.c has run rt_check_op: ids valid, bounds, rights, alignment */
 	l = &c->local[lid];
 	r = &c->remote[rid];
@@ -254,7 +273,7 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 	if (max == 0) {
 		int n = verbs_progress(c);
 
-		return n < 0 ? n : vc->broken && !vc->stash_n ? RDMAPS_E_PEER_GONE : 0;
+		return n < 0 ? n : vc->broken && !vc->stash_n ? vc->broken : 0;
 	}
 	for (;;) {
 		int n = verbs_progress(c);
@@ -272,7 +291,7 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 			return k;
 		}
 		if (vc->broken)
-			return RDMAPS_E_PEER_GONE;
+			return vc->broken;
 		if (timeout_ms <= 0)
 			return 0;
 		if (++spins % VERBS_SPIN_CHECK == 0) {
@@ -328,6 +347,10 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 	int rc;
 
 	if (!vc->broken && vc->head != vc->tail && vc->since_signal) {
+		/* room for the fence op within this flush's own timeout (post_wr
+		 * would wait the ctx timeout for it) */
+		if (vc->head - vc->tail >= vc->sq_depth && (rc = make_room(c, deadline)))
+			return rc;
 		rc = post_fence_op(c);
 		if (rc)
 			return rc;
@@ -361,7 +384,7 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 	rc = vc->first_err;
 	vc->first_err = 0;
 	if (!rc && vc->broken)
-		rc = RDMAPS_E_PEER_GONE;
+		rc = vc->broken;
 	if (!rc && vc->tail < target)
 		rc = RDMAPS_E_TIMEOUT;
 	return rc;

@@ -123,6 +123,9 @@ int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *a)
 		return ENOSYS;
 	memset(a, 0, sizeof(*a));
 	a->phys_port_cnt = (uint8_t)mock_k.dev_ports;
+	a->atomic_cap = (enum ibv_atomic_cap)mock_k.dev_atomic_cap;
+	a->max_qp_rd_atom = mock_k.dev_max_qp_rd_atom ? mock_k.dev_max_qp_rd_atom : 16;
+	a->max_qp_init_rd_atom = mock_k.dev_max_qp_init_rd_atom ? mock_k.dev_max_qp_init_rd_atom : 16;
 	return 0;
 }
 
@@ -268,8 +271,9 @@ static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 		if (have_recv && !mock_k.no_peer_table) {
 			memcpy((void *)(uintptr_t)posted_recv_sge.addr, mock_k.peer_table,
 			       mock_k.peer_table_len);
-			mock_queue_wc(posted_recv.wr_id, IBV_WC_SUCCESS, IBV_WC_RECV,
-				      mock_k.peer_table_len);
+			mock_queue_wc(posted_recv.wr_id,
+				      mock_k.peer_table_lenerr ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS,
+				      IBV_WC_RECV, mock_k.peer_table_len);
 			have_recv = 0;
 		}
 	} else if (mock_k.auto_complete && (wr->send_flags & IBV_SEND_SIGNALED)) {
@@ -390,8 +394,9 @@ void rdma_destroy_qp(struct rdma_cm_id *id) { free(id->qp); id->qp = NULL; mock_
 
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 {
-	(void)p;
 	mock_c.connects++;
+	mock_c.last_resp_res = p->responder_resources;
+	mock_c.last_init_depth = p->initiator_depth;
 	if (mock_k.connect_event != MOCK_NO_EVENT)
 		mock_queue_event(id->channel, id, mock_k.connect_event,
 				 mock_k.connect_event == RDMA_CM_EVENT_REJECTED ? 28 : 0,
@@ -401,8 +406,9 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *p)
 
 int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 {
-	(void)p;
 	mock_c.accepts++;
+	mock_c.last_resp_res = p->responder_resources;
+	mock_c.last_init_depth = p->initiator_depth;
 	if (mock_k.accept_event != MOCK_NO_EVENT)
 		mock_queue_event(id->channel, id, mock_k.accept_event, 0, NULL, 0);
 	return 0;

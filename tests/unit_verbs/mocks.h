@@ -36,6 +36,11 @@ struct mock_knobs {
 	uint8_t peer_table[1024];
 	uint32_t peer_table_len;
 	int no_peer_table;        /* never deliver it */
+	int peer_table_lenerr;    /* the RECV completes IBV_WC_LOC_LEN_ERR (a table over 1024 bytes) */
+	/* ibv_query_device (with dev_ports > 0): atomic_cap, and the per-QP
+	 * RDMA READ / atomic limits (0 = 16) */
+	int dev_atomic_cap;
+	int dev_max_qp_rd_atom, dev_max_qp_init_rd_atom;
 	int auto_complete;        /* signaled RDMA ops complete successfully at once */
 };
 
@@ -47,6 +52,7 @@ struct mock_counts {
 	uint8_t last_reject[8];
 	uint8_t last_reject_len;
 	int accepts, connects, disconnects;
+	uint8_t last_resp_res, last_init_depth; /* rdma_connect / rdma_accept's conn param */
 	int posts;                              /* ibv_post_send calls */
 	struct ibv_send_wr last_wr;
 	struct ibv_sge last_sge;

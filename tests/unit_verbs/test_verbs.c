@@ -423,6 +423,56 @@ static void test_connect_bad_table(void **state)
 	connect_fails(200, RDMAPS_E_PROTO);
 }
 
+/* a table longer than the 1024-byte RECV: the peer broke the protocol
+ * (until 2026-12-06 its LOC_LEN_ERR read as a local INVAL) */
+static void test_connect_table_too_long(void **state)
+{
+	(void)state;
+	mock_k.peer_table_lenerr = 1;
+	connect_fails(200, RDMAPS_E_PROTO);
+}
+
+/* responder resources / initiator depth: 16, or the device's lower limits
+ * (librdmacm refuses more with EINVAL) */
+static void test_connect_rd_atom_limits(void **state)
+{
+	(void)state;
+	assert_int_equal(do_connect(200), 0);
+	assert_int_equal(mock_c.last_resp_res, 16);
+	assert_int_equal(mock_c.last_init_depth, 16);
+	conn_fini_all_freed();
+	mock_k.dev_ports = 1;
+	mock_k.dev_max_qp_rd_atom = 4;
+	mock_k.dev_max_qp_init_rd_atom = 2;
+	assert_int_equal(do_connect(200), 0);
+	assert_int_equal(mock_c.last_resp_res, 4);
+	assert_int_equal(mock_c.last_init_depth, 2);
+	conn_fini_all_freed();
+}
+
+/* the device's atomic_cap: NONE is refused at ctx_init, GLOB gives
+ * RT_CAP_ATOMIC_GLOBAL, HCA (rxe's) does not */
+static void test_ctx_atomic_cap(void **state)
+{
+	struct rt_ctx_cfg cfg = { .kind = RT_RDMA, .bind_host = NULL };
+
+	(void)state;
+	mock_k.ndevices = 1;
+	mock_k.dev_ports = 1;
+	mock_k.port_state[0][0] = IBV_PORT_ACTIVE;
+	mock_k.dev_atomic_cap = IBV_ATOMIC_NONE;
+	assert_int_equal(rt_verbs_ops.ctx_init(&ctx, &cfg), RDMAPS_E_NOSUPPORT);
+	mock_k.dev_atomic_cap = IBV_ATOMIC_HCA;
+	assert_int_equal(rt_verbs_ops.ctx_init(&ctx, &cfg), 0);
+	assert_int_equal(ctx.caps_extra & RT_CAP_ATOMIC_GLOBAL, 0);
+	rt_verbs_ops.ctx_fini(&ctx);
+	mock_k.dev_atomic_cap = IBV_ATOMIC_GLOB;
+	assert_int_equal(rt_verbs_ops.ctx_init(&ctx, &cfg), 0);
+	assert_int_equal(ctx.caps_extra & RT_CAP_ATOMIC_GLOBAL, RT_CAP_ATOMIC_GLOBAL);
+	rt_verbs_ops.ctx_fini(&ctx);
+	ctx.caps_extra = 0;
+}
+
 /* ---- connect success and the hot path ------------------------------------- */
 
 static void test_connect_ok_and_ops(void **state)
@@ -489,9 +539,12 @@ static void test_connect_ok_and_ops(void **state)
 	assert_true(comp[0].wr_id == 8);
 	assert_int_equal(comp[0].status, RDMAPS_E_REMOTE_ACCESS);
 	assert_non_null(strstr(conn.errmsg, "error state"));
+	/* every later call says what broke it (until 2026-12-06: PEER_GONE,
+	 * which a caller reads as a dead peer worth reconnecting to) */
 	assert_int_equal(rt_verbs_ops.post(&conn, RT_OP_WRITE, 1, 0, 0, 0, 8, 0, 0, 9, 0),
-			 RDMAPS_E_PEER_GONE);
-	assert_int_equal(rt_verbs_ops.poll(&conn, comp, 4, 0), RDMAPS_E_PEER_GONE);
+			 RDMAPS_E_REMOTE_ACCESS);
+	assert_int_equal(rt_verbs_ops.poll(&conn, comp, 4, 0), RDMAPS_E_REMOTE_ACCESS);
+	assert_int_equal(rt_verbs_ops.poll(&conn, comp, 4, 10), RDMAPS_E_REMOTE_ACCESS);
 	assert_int_equal(rt_verbs_ops.flush(&conn, 10), RDMAPS_E_REMOTE_ACCESS);
 
 	conn_fini_all_freed();
@@ -538,6 +591,34 @@ static void test_sq_full_and_flush(void **state)
 		assert_true(mock_c.last_wr.send_flags & IBV_SEND_SIGNALED);
 	}
 	assert_int_equal(rt_verbs_ops.flush(&conn, 0), 0); /* nothing pending */
+	conn_fini_all_freed();
+}
+
+/* A full send queue whose last ops are unsignaled: rt_flush needs room for
+ * its own signaled op, and waits for it within its own timeout, asleep on
+ * the completion channel (until 2026-12-06 it spun for the ctx timeout,
+ * then returned AGAIN) */
+static void test_flush_full_sq_own_timeout(void **state)
+{
+	struct rt_completion comp[1];
+	struct timespec a, b;
+	int rc = 0;
+
+	(void)state;
+	assert_int_equal(do_connect(200), 0);
+	ctx.timeout_ms = 3000;
+	for (int i = 0; i < VERBS_SQ_DEPTH && !rc; i++)
+		rc = rt_verbs_ops.post(&conn, RT_OP_WRITE, 1, 0, 0, 0, 8, 0, 0, i,
+				       i == VERBS_SQ_DEPTH - 28 ? RT_F_SIGNALED : 0);
+	assert_int_equal(rc, 0);
+	mock_c.arms = 0;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(rt_verbs_ops.flush(&conn, 40), RDMAPS_E_TIMEOUT);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true(elapsed_ms(&a, &b) >= 35 && elapsed_ms(&a, &b) < 1500);
+	assert_true(mock_c.arms >= 1);
+	ctx.timeout_ms = 30;
+	(void)comp;
 	conn_fini_all_freed();
 }
 
@@ -749,6 +830,10 @@ int main(void)
 		cmocka_unit_test_setup(test_connect_event_mismatch, setup),
 		cmocka_unit_test_setup(test_connect_rejected, setup),
 		cmocka_unit_test_setup(test_connect_no_table, setup),
+		cmocka_unit_test_setup(test_connect_table_too_long, setup),
+		cmocka_unit_test_setup(test_connect_rd_atom_limits, setup),
+		cmocka_unit_test_setup(test_ctx_atomic_cap, setup),
+		cmocka_unit_test_setup(test_flush_full_sq_own_timeout, setup),
 		cmocka_unit_test_setup(test_connect_bad_table, setup),
 		cmocka_unit_test_setup(test_connect_ok_and_ops, setup),
 		cmocka_unit_test_setup(test_read_into_read_only_grant, setup),
