@@ -6,6 +6,7 @@
  * Exit 0 when a port serves HOST, 1 when none does (auto: tcp), 2 on bad
  * arguments or an address that does not resolve. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/devices.h"
 #include "common/status.h"
@@ -38,23 +39,29 @@ int rdmaps_devices_main(int argc, char **argv)
 		printf("no RDMA devices (none in libibverbs' list: no RDMA NIC, its driver not loaded, "
 		       "or no SoftRoCE link: see ci/softroce/)\n");
 	else
-		printf("%-16s %4s  %-12s %-10s %4s  %s\n", "device", "port", "state", "link", "numa",
-		       host ? "serves" : "active");
+		printf("%-16s %4s  %-12s %-10s %4s  %-7s  %s\n", "device", "port", "state", "link", "numa",
+		       "atomics", host ? "serves" : "active");
 	for (int i = 0; i < shown; i++) {
 		char node[16];
 
 		snprintf(node, sizeof(node), "%d", p[i].numa_node);
 		if (p[i].port)
-			printf("%-16s %4d  %-12s %-10s %4s  %s\n", p[i].dev, p[i].port, p[i].state, p[i].link,
-			       p[i].numa_node < 0 ? "-" : node, p[i].serves ? "yes" : "no");
+			printf("%-16s %4d  %-12s %-10s %4s  %-7s  %s\n", p[i].dev, p[i].port, p[i].state, p[i].link,
+			       p[i].numa_node < 0 ? "-" : node, p[i].atomics, p[i].serves ? "yes" : "no");
 		else
-			printf("%-16s %4s  %-12s %-10s %4s  %s\n", p[i].dev, "-", "cannot open", "-",
-			       p[i].numa_node < 0 ? "-" : node, "no");
+			printf("%-16s %4s  %-12s %-10s %4s  %-7s  %s\n", p[i].dev, "-", "cannot open", "-",
+			       p[i].numa_node < 0 ? "-" : node, "-", "no");
 		if (p[i].serves && use < 0)
 			use = i;
 	}
 	if (n > shown)
 		printf("(%d more ports not shown)\n", n - shown);
+	if (use >= 0 && !strcmp(p[use].atomics, "NONE")) {
+		/* rt_ctx_new refuses such a device (rdmaps' counters need FETCH_ADD) */
+		printf("--transport=auto%s%s: tcp (%s has no RDMA atomics, which rdmaps needs); "
+		       "--transport=rdma%s%s fails\n", on, h, p[use].dev, on, h);
+		return 1;
+	}
 	if (use >= 0) {
 		printf("--transport=auto%s%s: rdma (%s, port %d)\n", on, h, p[use].dev, p[use].port);
 		return 0;

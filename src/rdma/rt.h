@@ -177,6 +177,8 @@ struct rt_port_info {
 	int numa_node;   /* the device's NUMA node, -1 unknown or a single node */
 	int serves;      /* active, and host's address is in its GID table (any
 			  * address when host is NULL, "" or a wildcard) */
+	char atomics[8]; /* the device's atomic_cap: GLOB, HCA, NONE (rdmaps cannot
+			  * use it: auto takes tcp), or "?" */
 };
 /* Lists every port of every RDMA device into out[0..max), in the order
  * RT_AUTO tries them: the device of the first entry with serves = 1 is the

@@ -223,8 +223,18 @@ static const char *link_name(uint8_t link)
 }
 
 /* Entry k of out (if k < max) for a port of dev; port 0 = dev unusable. */
+static const char *atomic_name(int cap)
+{
+	switch (cap) {
+	case IBV_ATOMIC_GLOB: return "GLOB";
+	case IBV_ATOMIC_HCA: return "HCA";
+	case IBV_ATOMIC_NONE: return "NONE";
+	default: return "?";
+	}
+}
+
 static void put_port(struct rt_port_info *out, int max, int k, struct ibv_device *dev,
-		     int port, const char *state, const char *link, int node, int serves)
+		     int port, const char *state, const char *link, int node, int serves, int acap)
 {
 	const char *name = ibv_get_device_name(dev);
 
@@ -236,6 +246,7 @@ static void put_port(struct rt_port_info *out, int max, int k, struct ibv_device
 	snprintf(out[k].link, sizeof(out[k].link), "%s", link);
 	out[k].numa_node = node;
 	out[k].serves = serves;
+	snprintf(out[k].atomics, sizeof(out[k].atomics), "%s", atomic_name(acap));
 }
 
 int rt_verbs_list_ports(const char *host, struct rt_port_info *out, int max)
@@ -256,7 +267,7 @@ int rt_verbs_list_ports(const char *host, struct rt_port_info *out, int max)
 		int node = rt_numa_node_of_device(list[i]);
 
 		if (!vc || ibv_query_device(vc, &da) != 0) {
-			put_port(out, max, k++, list[i], 0, "unknown", "unknown", node, 0);
+			put_port(out, max, k++, list[i], 0, "unknown", "unknown", node, 0, -1);
 			if (vc)
 				ibv_close_device(vc);
 			continue;
@@ -267,7 +278,8 @@ int rt_verbs_list_ports(const char *host, struct rt_port_info *out, int max)
 
 			/* (a failed query leaves pa zeroed: state NOP) */
 			put_port(out, max, k++, list[i], p, state_name(pa.state),
-				 pa.state == IBV_PORT_NOP ? "unknown" : link_name(pa.link_layer), node, s);
+				 pa.state == IBV_PORT_NOP ? "unknown" : link_name(pa.link_layer), node, s,
+				 (int)da.atomic_cap);
 		}
 		ibv_close_device(vc);
 	}

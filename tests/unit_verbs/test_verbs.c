@@ -235,6 +235,7 @@ static void test_list_ports(void **state)
 	assert_string_equal(p[0].dev, "mock0");
 	assert_int_equal(p[0].port, 0);
 	assert_int_equal(p[0].serves, 0);
+	assert_string_equal(p[0].atomics, "?");
 	assert_string_equal(p[1].dev, "mock1");
 	mock_k.dev_ports = 2;
 	mock_k.port_state[0][0] = IBV_PORT_DOWN;
@@ -256,6 +257,7 @@ static void test_list_ports(void **state)
 	assert_int_equal(p[1].port, 2);
 	assert_string_equal(p[1].state, "ACTIVE");
 	assert_int_equal(p[1].serves, 1); /* any address: the first active port */
+	assert_string_equal(p[1].atomics, "NONE"); /* the mock's default atomic_cap */
 	assert_string_equal(p[2].dev, "mock1");
 	assert_string_equal(p[2].link, "InfiniBand");
 	assert_int_equal(p[2].serves, 1);
@@ -280,6 +282,13 @@ static void test_list_ports(void **state)
 	assert_int_equal(rt_verbs_probe("10.0.0.9"), 0);
 	assert_int_equal(rt_verbs_list_ports("0.0.0.0", p, 5), 4); /* wildcard = any */
 	assert_int_equal(p[1].serves, 1);
+
+	mock_k.dev_atomic_cap = IBV_ATOMIC_HCA;
+	assert_int_equal(rt_verbs_list_ports(NULL, p, 5), 4);
+	assert_string_equal(p[1].atomics, "HCA");
+	mock_k.dev_atomic_cap = IBV_ATOMIC_GLOB;
+	assert_int_equal(rt_verbs_list_ports(NULL, p, 5), 4);
+	assert_string_equal(p[2].atomics, "GLOB");
 
 	/* more ports than room: the count, and nothing written past max */
 	memset(p, 0x5a, sizeof(p));
