@@ -389,11 +389,12 @@ cli)
 		pport=$((10000 + ($$ * 7 + try * 131) % 6000))
 		# (TF's spellings on the way: one dash, and a --noNAME boolean
 		# after --NAME=True: this ps is async, as the worker below)
+		rm -f "$pslog" # (a previous try's "cannot listen" must not end the wait)
 		"$bin" -job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
 			--sync_replicas=True --nosync_replicas --transport=tcp --timeout=30 >"$pslog" 2>&1 &
 		pp=$!
 		k=0
-		while ! grep -q "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
+		while ! grep -qs "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
 		grep -q "listening on" "$pslog" && break
 		wait $pp
 	done
@@ -426,12 +427,16 @@ cli)
 	grep -q "rdmaps launch: all workers finished" "$out" || fail "'rdmaps launch --ps 1 --workers 1' did not finish"
 	echo "  launch --ps 1 --workers 1 (values in the next word): trains"
 	# SIGTERM to the launcher (a job scheduler's stop): every task stops,
-	# the launcher says so and exits 128 + 15
+	# the launcher says so and exits 128 + 15.  The log is removed first:
+	# the previous run's "Training begins" in it let the wait below end at
+	# once, and the SIGTERM reached a launcher that had not started (CI of
+	# 8aff700, a loaded machine: "Terminated", an empty log)
+	rm -f "$out"
 	"$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
 		--train_steps=100000000 --log_every=100000 >"$out" 2>&1 &
 	lp=$!
 	k=0
-	while ! grep -q "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
 	hosts=$(sed -n 's/^rdmaps launch: 1 ps (\([^)]*\)).*/\1/p' "$out")
 	kill -TERM $lp; wait $lp; rc=$?
 	[ $rc -eq 143 ] || fail "launch stopped by SIGTERM exited $rc, expected 143"
