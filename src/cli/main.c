@@ -205,7 +205,7 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 	long v;
 	double d;
 	char err[256] = "out of memory"; /* what a parser that ran out of memory left unsaid */
-	int slurm_ps = -1;
+	int slurm_ps = -1, hidden_set = 0;
 	long port_base = 8888;
 
 	optind = 1;
@@ -260,7 +260,7 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 		case O_STEPS: if (parse_int("train_steps", optarg, 1, 1L << 30, &v)) return 2; j->train_steps = v; break;
 		case O_BATCH: if (parse_int("batch_size", optarg, 1, 65536, &v)) return 2; j->batch_size = (int)v; break;
 		case O_LR: if (parse_float("learning_rate", optarg, &d)) return 2; j->learning_rate = (float)d; break;
-		case O_HID: if (parse_int("hidden_units", optarg, 1, 1 << 20, &v)) return 2; j->hidden_units = (int)v; break;
+		case O_HID: if (parse_int("hidden_units", optarg, 1, 1 << 20, &v)) return 2; j->hidden_units = (int)v; hidden_set = 1; break;
 		case O_MODEL:
 			if (rdm_model_parse_kind(optarg, &j->model)) {
 				fprintf(stderr, "rdmaps: --model=%s: must be 'mlp' or 'lstm'\n", optarg);
@@ -350,6 +350,13 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 	}
 	if (optind < argc) {
 		fprintf(stderr, "rdmaps: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	/* the distributed lstm has the issue's 128 units (layout.c); the flag
+	 * sizes the mlp, and was ignored here without a word until 2026-12-06 */
+	if (hidden_set && j->model == RDM_MODEL_LSTM && j->hidden_units != 128) {
+		fprintf(stderr, "rdmaps: --hidden_units=%d: the distributed lstm has 128 hidden units "
+			"(--hidden_units sizes the mlp; rdmaps train takes other lstm sizes)\n", j->hidden_units);
 		return 2;
 	}
 	if (launch_mode && (j->job_name[0] || j->task_index >= 0 || j->ps_hosts || j->worker_hosts)) {

@@ -3,10 +3,13 @@
 
 #include "kernels/kernels.h"
 
+/* max(y, 0) with a NaN passed through, as TF's CPU Relu (Eigen's max(y, 0)):
+ * a diverged run must show as a NaN loss, not a finite one (until
+ * 2026-12-06 `y > 0 ? y : 0` turned a NaN into 0) */
 void rdm_relu_fwd(float *y, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+		y[i] = y[i] < 0.0f ? 0.0f : y[i];
 }
 
 void rdm_relu_bwd(const float *y, float *dy, size_t n)

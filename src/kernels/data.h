@@ -62,6 +62,18 @@ void rdm_images_free(struct rdm_images *d);
 struct rdm_batcher;
 /* d must outlive the batcher and hold n >= 1.  Returns 0, RDMAPS_E_INVAL or RDMAPS_E_NOMEM. */
 int rdm_batcher_new(const struct rdm_images *d, uint64_t seed, struct rdm_batcher **b);
+
+/* The batcher's seed for task `task` of a job seeded `seed` (the model's
+ * initializer takes `seed` itself): seed * 1000003 + task, a stream of its
+ * own per worker.  For seed 0 on task 0 that is 0, the initializer's seed
+ * too, so the first shuffle would draw the initial weights' sequence:
+ * that one case is moved off it (until 2026-12-06 it was not; every other
+ * seed keeps the streams, and the figures, it always had). */
+static inline uint64_t rdm_shuffle_seed(uint64_t seed, uint64_t task)
+{
+	uint64_t s = seed * 1000003u + task;
+	return s == seed ? s ^ 0x9e3779b97f4a7c15ull : s;
+}
 /* Copy n examples (n*rows*cols floats in [0,1] to x, n labels to y; either may be NULL),
  * TF next_batch semantics, permutations from a seeded xoshiro256** PRNG.
  * n may exceed d->n (then several epochs are crossed). */

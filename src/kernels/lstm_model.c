@@ -66,6 +66,19 @@ static void lstm_fwd(struct rdm_model *m, const float *p, const float *x, int n)
 	}
 	rdm_dense_fwd(HT, n, H, p + m->t[T_OW].offset, p + m->t[T_OB].offset,
 		      RDM_MNIST_CLASSES, m->logits);
+	/* lstm_cell.c is built with -ffast-math (libmvec's expf): its clamps
+	 * turn a NaN gate into a finite one, so a NaN or Inf in lstm_w / lstm_b
+	 * would give finite logits.  The inputs are pixels in [0, 1] and |c_t|
+	 * <= t + 1, so only those parameters can carry one in: checked here
+	 * (0 * v is NaN for a NaN or Inf v; one pass over 80,384 floats beside the
+	 * step's 28 GEMMs, not timed on its own), and the logits
+	 * say NaN, as TF's would. */
+	float z = 0.0f;
+	for (size_t i = 0; i < m->t[T_W].count + m->t[T_B].count; i++)
+		z += W[i] * 0.0f;
+	if (z != z)
+		for (size_t i = 0; i < nn * RDM_MNIST_CLASSES; i++)
+			m->logits[i] = NAN;
 }
 
 static void lstm_bwd(struct rdm_model *m, const float *p, const float *x, int n, float *grad)

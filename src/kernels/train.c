@@ -74,8 +74,8 @@ int rdm_train_run(const struct rdm_train_opts *o, struct rdm_train_result *res)
 	/* The batcher gets its own stream: seeding it with o->seed as the
 	 * initializer is seeded would make the first shuffle and the initial
 	 * weights draw the same xoshiro sequence.  Same derivation as worker 0
-	 * of a distributed job (src/worker/worker.c: seed * 1000003 + task). */
-	rc = rdm_batcher_new(&tr, o->seed * 1000003u, &bat);
+	 * of a distributed job (rdm_shuffle_seed, kernels/data.h). */
+	rc = rdm_batcher_new(&tr, rdm_shuffle_seed(o->seed, 0), &bat);
 	if (rc)
 		goto out;
 	size_t np = rdm_model_nparams(m);

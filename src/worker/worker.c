@@ -699,7 +699,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		perror(j->snapshot_file);
 		goto out_metrics;
 	}
-	rdm_batcher_new(&train, j->seed * 1000003u + (uint64_t)w.me, &bat);
+	rdm_batcher_new(&train, rdm_shuffle_seed(j->seed, (uint64_t)w.me), &bat);
 	w.s = calloc(w.P, sizeof(*w.s));
 	float *bx = malloc((size_t)j->batch_size * 784 * sizeof(float));
 	uint8_t *by = malloc((size_t)j->batch_size);

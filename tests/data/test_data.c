@@ -514,6 +514,21 @@ static void t_batch_bad_args(void **st)
 	assert_int_equal(rdm_batcher_new(&e, 1, NULL), RDMAPS_E_INVAL);
 }
 
+/* The shuffle's seed never equals the initializer's (the job's seed): for
+ * seed 0 on task 0 the formula gave 0 for both; every other seed keeps
+ * seed * 1000003 + task (the figures measured with it stay valid) */
+static void t_shuffle_seed(void **st)
+{
+	(void)st;
+	for (uint64_t s = 0; s < 50; s++)
+		for (uint64_t t = 0; t < 8; t++) {
+			assert_true(rdm_shuffle_seed(s, t) != s);
+			if (s || t)
+				assert_true(rdm_shuffle_seed(s, t) == s * 1000003u + t);
+		}
+	assert_true(rdm_shuffle_seed(0, 1) != rdm_shuffle_seed(0, 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -534,6 +549,7 @@ int main(void)
 		cmocka_unit_test(t_batch_epoch_permutation),
 		cmocka_unit_test(t_batch_epoch_crossing),
 		cmocka_unit_test(t_batch_bad_args),
+		cmocka_unit_test(t_shuffle_seed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -198,6 +198,37 @@ static void test_layout(void **st)
 	assert_null(m);
 }
 
+/* A NaN in any parameter tensor shows as a NaN loss, in grad and in eval,
+ * as it does in TF: the MLP's ReLU once turned a NaN into 0, and the LSTM's
+ * fast-math cell clamped a NaN gate into a finite one, so a diverged run
+ * reported finite losses (found by a review, 2026-12-06) */
+static void test_nan_param_nan_loss(void **st)
+{
+	(void)st;
+	for (int k = 0; k < 2; k++) {
+		struct mctx c;
+		setup(&c, k ? RDM_MODEL_LSTM : RDM_MODEL_MLP, 6, 0, 8);
+		for (int ti = 0; ti < rdm_model_ntensors(c.m); ti++) {
+			const struct rdm_tensor *t = rdm_model_tensor(c.m, ti);
+			for (int v = 0; v < 2; v++) {
+				size_t at = t->offset + (v ? t->count - 1 : t->count / 2);
+				float keep = c.p[at];
+				double lg = 0, le = 0;
+				int hits;
+				c.p[at] = v ? INFINITY : NAN;
+				assert_int_equal(rdm_model_grad(c.m, c.p, c.x, c.y, 8, c.g, &lg), 0);
+				assert_int_equal(rdm_model_eval(c.m, c.p, c.x, c.y, 8, &le, &hits), 0);
+				if (!isnan(lg) || !isnan(le))
+					fail_msg("%s: %s in %s[%zu]: loss %g (grad), %g (eval), want NaN",
+						 k ? "lstm" : "mlp", v ? "Inf" : "NaN", t->name,
+						 at - t->offset, lg, le);
+				c.p[at] = keep;
+			}
+		}
+		teardown(&c);
+	}
+}
+
 /* eval chunks by max_batch and sums; must match grad's summed loss */
 static void test_eval_matches_grad(void **st)
 {
@@ -258,6 +289,7 @@ int main(void)
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_eval_matches_grad),
+		cmocka_unit_test(test_nan_param_nan_loss),
 		cmocka_unit_test(test_eval_pixels),
 		cmocka_unit_test(test_mlp_grad_sum),
 		cmocka_unit_test(test_mlp_grad_mean),

@@ -297,6 +297,8 @@ cli)
 	expect2 --job_name=worker --task_ind=0 --ps_hosts=a:1 --worker_hosts=b:2
 	expect2 --nosync --download_only --data_dir="$data"
 	grep -q "did you mean --nosync_replicas" "$out" || fail "a flag prefix: no hint of the whole flag"
+	# the distributed lstm has 128 units: another --hidden_units was ignored
+	expect2 --model=lstm --hidden_units=64 --download_only --data_dir="$data"
 	"$bin" -job_name ps -task_index 0 -ps_hosts a:1 -worker_hosts b:2 --nosync_replicas \
 		--download_only --data_dir "$data" >"$out" 2>&1 || fail "whole flags, values in the next word: refused"
 	# the auth token: longer than 40 bytes, with a NUL, a directory

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 	struct rdm_batcher *b[8] = { NULL };
 	int ok = 1;
 	for (int k = 0; k < W; k++)
-		ok &= rdm_batcher_new(&tr, seed * 1000003u + (uint64_t)k, &b[k]) == 0 && b[k];
+		ok &= rdm_batcher_new(&tr, rdm_shuffle_seed(seed, (uint64_t)k), &b[k]) == 0 && b[k];
 	if (!w || !w2 || !g0 || !g1 || !gk || !mm || !vv || !got || !bx || !by || !ok)
 		return 1;
 	struct rdm_opt_cfg oc;
