@@ -26,6 +26,7 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: scripts/fault-sweep.sh [--stride K] [--targets \"ps w0 w1\"] [--data DIR]"; exit 2 ;;
 	esac
 done
+case $stride in ''|*[!0-9]*|0) echo "fault-sweep: --stride must be a positive integer, not '$stride'"; exit 2 ;; esac
 bdir=build-fault
 mkdir -p "$bdir"
 tier_fail() { echo "fault tier: $*"; echo "TIER fault passed=0 failed=1 skipped=0"; exit 1; }
@@ -90,7 +91,10 @@ RDMAPS_FAULT_REPORT=1 run none 0
 for t in ps w0 w1; do
 	eval "c=\$rc_$t"
 	[ "$c" = 0 ] || { cat "$out/$t.log"; tier_fail "the clean run failed ($t exited $c)"; }
-	eval "calls_$t=$(sed -n 's/^rdmaps-fault: calls #\([0-9]*\)$/\1/p' "$out/$t.log")"
+	c=$(sed -n 's/^rdmaps-fault: calls #\([0-9]*\)$/\1/p' "$out/$t.log")
+	# one positive count, or the sweep below would run nothing and pass
+	case $c in ''|*[!0-9]*|0) cat "$out/$t.log"; tier_fail "the clean run of $t reported no call count ('rdmaps-fault: calls #N'): got '$c'" ;; esac
+	eval "calls_$t=$c"
 done
 echo "== fault: clean run: wrapped calls: ps $calls_ps, worker0 $calls_w0, worker1 $calls_w1"
 
@@ -127,4 +131,5 @@ for target in $targets; do
 done
 echo "fault tier: $P runs passed, $F failed (target succeeded despite the fault: $Ok; peers stopped by SIGTERM after 20 s: $W) in $(( $(date +%s) - t0 ))s"
 echo "TIER fault passed=$P failed=$F skipped=0"
+[ $((P + F)) -gt 0 ] || { echo "fault tier: no fault run at all"; exit 1; }
 [ "$F" = 0 ]

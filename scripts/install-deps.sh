@@ -11,6 +11,7 @@ pkgs=(
   libopenblas-dev libcmocka-dev libhwloc-dev libnuma-dev libcjson-dev zlib1g-dev
   qemu-system-x86 busybox-static kmod cpio iproute2
   gnuplot-nox dataset-fashion-mnist clang libclang-rt-14-dev
+  python3 procps
 )
 
 SUDO=""

@@ -20,7 +20,7 @@ el() { echo "$(( $(date +%s) - t0 ))s"; }
 
 if [ "${RDMAPS_SKIP_DEPS:-0}" != 1 ]; then
 	echo "== install-deps"
-	bash scripts/install-deps.sh
+	bash scripts/install-deps.sh || { echo "installing the Debian packages failed"; echo "0 passed, 1 failed"; exit 1; }
 fi
 
 echo "== data (scripts/fetch-data.sh data) [$(el)]"
@@ -48,6 +48,8 @@ hrc=${PIPESTATUS[0]}
 set -e
 count "$tmp/host.log"; hp=$P; hf=$F; hs=$S
 if [ "$hrc" != 0 ] && [ "$hf" = 0 ]; then hf=1; fi
+# a run that found no test at all (a broken build tree, labels lost) is no pass
+if [ $((hp + hf + hs)) = 0 ]; then echo "host tiers: ctest ran no test"; hf=1; fi
 echo "host tiers: $hp passed, $hf failed, $hs skipped (ctest rc=$hrc) [$(el)]"
 
 # A tier: a command whose output ends with a count line "<MARKER> passed=P
@@ -70,6 +72,8 @@ tier() { # name marker command...
 		s=$(echo "$line" | sed 's/.*skipped=\([0-9]*\).*/\1/')
 	fi
 	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+	# a tier that ended without its count line said nothing about its tests
+	if [ -z "$line" ] && [ "$f" = 0 ]; then echo "$name tier: no '$marker passed=' line"; f=1; fi
 	echo "$name tier: $p passed, $f failed, $s skipped (rc=$rc) [$(el)]"
 	xp=$((xp + p)); xf=$((xf + f)); xs=$((xs + s)); xsum="$xsum, $name $p/$f/$s"
 }

@@ -42,7 +42,7 @@ report() { # ibdev netdev
 }
 
 # 1. idempotent: an active device (rxe or real) is enough
-if ibv_devinfo 2>/dev/null | grep -q PORT_ACTIVE; then
+if ibv_devinfo 2>/dev/null | grep PORT_ACTIVE >/dev/null; then
 	# shellcheck disable=SC2046 # split "<ibdev> <netdev>" into $1 $2
 	set -- $(active_links | head -1) - -
 	say "an active RDMA device already exists; nothing to do"
@@ -115,7 +115,7 @@ fi
 
 # 6. wait for the port
 for _ in $(seq 1 10); do
-	if ibv_devinfo -d "$name" 2>/dev/null | grep -q PORT_ACTIVE; then
+	if ibv_devinfo -d "$name" 2>/dev/null | grep PORT_ACTIVE >/dev/null; then
 		say "$name on $nd is ACTIVE"
 		report "$name" "$nd"
 		exit 0
