@@ -127,8 +127,8 @@ static void hostlist_free(char ***h, int *n)
 static int flag_spelled_whole(int argc, char **argv, const char *name)
 {
 	int w = optind - 1;
-	if (w >= 1 && w < argc && optarg == argv[w] && w >= 2 && argv[w - 1][0] == '-')
-		w--; /* "--flag value" */
+	if (w >= 2 && w < argc && optarg == argv[w])
+		w--; /* "--flag value": the value is a word of its own */
 	if (w < 1 || w >= argc)
 		return 1;
 	const char *a = argv[w];

@@ -793,8 +793,9 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 		if (s.ever[i] && !done_of(&s, i) && !gave_up && !ps_stop)
 			printf("ps %d: worker %d left without finishing\n", j->task_index, i);
 	/* with backups (or R > W) the last aggregation may be partial when
-	 * training ends: its gradients were accepted, never applied */
-	s.unapplied += j->sync ? (uint64_t)s.count : 0;
+	 * training ends: its gradients were accepted, never applied (count
+	 * is sync's alone: async applies each gradient as it comes) */
+	s.unapplied += (uint64_t)s.count;
 	printf("ps %d: done after %.3f s: global step %llu, %llu updates, %llu gradients accepted, %llu dropped (stale)",
 	       j->task_index, rdmaps_now() - t0, (unsigned long long)s.version, (unsigned long long)s.updates,
 	       (unsigned long long)s.accepted, (unsigned long long)s.dropped);

@@ -114,15 +114,16 @@ static int with_device(const char *host, int (*fn)(struct ibv_device *, void *),
 
 static int found(struct ibv_device *dev, void *arg) { (void)dev; (void)arg; return 1; }
 
-/* The device's atomic_cap (enum ibv_atomic_cap), -1 if it cannot be queried;
- * *name gets the device name. */
+/* The device's atomic_cap (enum ibv_atomic_cap), -1 if it cannot be
+ * queried; name (char[64]) gets the device's name. */
+#define DEV_NAME_LEN 64
 static int atomic_cap_of(struct ibv_device *dev, void *name)
 {
 	struct ibv_context *vc = ibv_open_device(dev);
 	struct ibv_device_attr da;
 	int cap = -1;
 
-	snprintf(name, 64, "%s", ibv_get_device_name(dev));
+	snprintf(name, DEV_NAME_LEN, "%s", ibv_get_device_name(dev));
 	if (!vc)
 		return -1;
 	if (ibv_query_device(vc, &da) == 0)
@@ -154,7 +155,7 @@ int verbs_ctx_init(struct rt_ctx *ctx, const struct rt_ctx_cfg *cfg)
 	}
 	/* FETCH_ADD carries the sync counters: a device without atomics is
 	 * refused here, not at the first push (a remote op error then) */
-	char dname[64] = "?";
+	char dname[DEV_NAME_LEN] = "?";
 	int cap = with_device(host, atomic_cap_of, dname);
 	if (cap == IBV_ATOMIC_NONE) {
 		RDMAPS_ERR("verbs: device %s has no RDMA atomics (atomic_cap NONE): rdmaps' sync counters "
@@ -222,7 +223,6 @@ static const char *link_name(uint8_t link)
 	}
 }
 
-/* Entry k of out (if k < max) for a port of dev; port 0 = dev unusable. */
 static const char *atomic_name(int cap)
 {
 	switch (cap) {
@@ -233,6 +233,7 @@ static const char *atomic_name(int cap)
 	}
 }
 
+/* Entry k of out (if k < max) for a port of dev; port 0 = dev unusable. */
 static void put_port(struct rt_port_info *out, int max, int k, struct ibv_device *dev,
 		     int port, const char *state, const char *link, int node, int serves, int acap)
 {

@@ -122,6 +122,24 @@ int verbs_progress(struct rt_conn *c)
 	return n;
 }
 
+/* One idle pass of a bounded wait (every VERBS_SPIN_CHECK empty polls, with
+ * the clock read): 1 once the deadline passed; else, past the spin budget
+ * since start, sleep on the completion channel (100 ms at most) and read
+ * the rdma_cm events (a DISCONNECTED marks the conn broken).  rt_poll,
+ * rt_flush and make_room wait with it. */
+static int idle_pass(struct rt_conn *c, uint64_t now, uint64_t start, uint64_t deadline)
+{
+	if (now >= deadline)
+		return 1;
+	if (now - start >= verbs_spin_ms(c->ctx)) {
+		uint64_t left = deadline - now;
+
+		verbs_cq_wait(c->backend, left > 100 ? 100 : (int)left);
+		verbs_check_cm_events(c);
+	}
+	return 0;
+}
+
 /* Wait until the SQ has a free slot: busy-poll for the spin budget, then
  * sleep on the completion channel (and read rdma_cm events: a DISCONNECTED
  * ends the wait), as rt_poll does.  until_ms = 0: the ctx timeout, then
@@ -154,14 +172,8 @@ static int make_room(struct rt_conn *c, uint64_t until_ms)
 					deadline = now + (uint64_t)(c->ctx->timeout_ms > 0 ?
 								    c->ctx->timeout_ms : 10000);
 			}
-			if (now >= deadline)
+			if (idle_pass(c, now, start, deadline))
 				return until_ms ? RDMAPS_E_TIMEOUT : RDMAPS_E_AGAIN;
-			if (now - start >= verbs_spin_ms(c->ctx)) {
-				uint64_t left = deadline - now;
-
-				verbs_cq_wait(vc, left > 100 ? 100 : (int)left);
-				verbs_check_cm_events(c);
-			}
 		}
 	}
 	return RDMAPS_OK;
@@ -300,14 +312,8 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 			if (!deadline) {
 				start = now;
 				deadline = now + (uint64_t)timeout_ms;
-			} else if (now >= deadline) {
+			} else if (idle_pass(c, now, start, deadline)) {
 				return 0;
-			} else if (now - start >= verbs_spin_ms(c->ctx)) {
-				/* long wait: sleep on the completion channel */
-				uint64_t left = deadline - now;
-
-				verbs_cq_wait(vc, left > 100 ? 100 : (int)left);
-				verbs_check_cm_events(c);
 			}
 		}
 	}
@@ -373,12 +379,8 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 			if (++spins % VERBS_SPIN_CHECK != 0)
 				continue;
 			now = rt_now_ms();
-			if (now >= deadline)
+			if (idle_pass(c, now, start, deadline))
 				break;
-			if (now - start < verbs_spin_ms(c->ctx))
-				continue;
-			verbs_cq_wait(vc, deadline - now > 100 ? 100 : (int)(deadline - now));
-			verbs_check_cm_events(c);
 		}
 	}
 	rc = vc->first_err;

@@ -734,6 +734,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		fprintf(stderr, "Worker %d: out of registered memory\n", w.me);
 		goto out_ctx;
 	}
+	const size_t maxf = max_op_floats(); /* (reads RDMAPS_MAX_OP_BYTES once) */
 	for (int p = 0; p < w.P; p++) {
 		struct wshard *sh = &w.s[p];
 		const struct rdmaps_placement *pl = &w.L.place;
@@ -760,13 +761,13 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 				sh->pc[sh->npc++] = (struct wpiece){ .flat = flat, .shard_off = pc->shard_off,
 								     .count = pc->count };
 		}
-		if (split_pieces(sh, max_op_floats())) {
+		if (split_pieces(sh, maxf)) {
 			fprintf(stderr, "Worker %d: out of memory\n", w.me);
 			goto out_ctx;
 		}
-		if (max_op_floats() < RT_MAX_OP_LEN / sizeof(float))
+		if (maxf < RT_MAX_OP_LEN / sizeof(float))
 			printf("Worker %d: RDMAPS_MAX_OP_BYTES: ps %d's %zu floats in %d READs / WRITEs of at most %zu floats\n",
-			       w.me, p, sh->n, sh->npc, max_op_floats());
+			       w.me, p, sh->n, sh->npc, maxf);
 	}
 	if (w.me == 0)
 		printf("Worker %d: Initializing session...\n", w.me);
