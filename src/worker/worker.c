@@ -671,6 +671,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	char err[512], tag[32];
 	int rc, ret = 1;
 	FILE *mf = NULL, *snap = NULL;
+	int mf_errno = 0; /* the first failed --metrics write's */
 
 	memset(&w, 0, sizeof(w));
 	w.j = j;
@@ -695,6 +696,12 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		perror(j->metrics);
 		goto out_layout;
 	}
+	/* one write(2) per record: a worker stopped by a signal (`rdmaps
+	 * launch` on Ctrl-C, a scheduler's SIGTERM, SIGKILL) leaves whole
+	 * lines, every step it finished (fully buffered, it lost up to 4 KiB
+	 * of records and tore the last one).  One syscall per step. */
+	if (mf)
+		setvbuf(mf, NULL, _IOLBF, 4096);
 	if (j->snapshot_file[0] && j->snapshot_every > 0 && w.me == 0 && !(snap = fopen(j->snapshot_file, "wb"))) {
 		perror(j->snapshot_file);
 		goto out_metrics;
@@ -865,6 +872,8 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 				"\"pull_us\":%.1f,\"compute_us\":%.1f,\"push_us\":%.1f,\"t\":%.6f}\n",
 				w.me, local_step, (unsigned long long)gstep, loss, (t1 - t0) * 1e6, (t2 - t1) * 1e6,
 				(t3 - t2) * 1e6, (t4 - t3) * 1e6, t4);
+		if (mf && !mf_errno && ferror(mf))
+			mf_errno = errno ? errno : EIO; /* said at the end */
 		if (snap && local_step % j->snapshot_every == 0) {
 			/* the parameters this step computed on (version gstep, pulled at t2) */
 			if (snapshot(&w, snap, gstep, t2))
@@ -932,9 +941,10 @@ out_mem:
 		ret = 1;
 	}
 out_metrics:
-	/* a full disk shows here (the lines went out buffered): say so */
+	/* a full disk: said here, with the first failed write's errno */
 	if (mf && (ferror(mf) | fclose(mf))) {
-		fprintf(stderr, "Worker %d: cannot write --metrics=%s: %s\n", w.me, j->metrics, strerror(errno));
+		fprintf(stderr, "Worker %d: cannot write --metrics=%s: %s\n", w.me, j->metrics,
+			strerror(mf_errno ? mf_errno : errno));
 		ret = 1;
 	}
 out_layout:

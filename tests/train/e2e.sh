@@ -7,7 +7,8 @@
 # Exit 0 pass, 1 fail, 77 skipped (no data, or no RDMA device for rdma).
 bin=$1; tr=$2; data=$3; case=$4
 out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
-fail() { echo "FAIL: $*"; echo "--- output:"; tail -40 "$out"; rm -f "$out"; exit 1; }
+mdir=
+fail() { echo "FAIL: $*"; echo "--- output:"; tail -40 "$out"; rm -f "$out"; [ -n "$mdir" ] && rm -rf "$mdir"; exit 1; }
 
 if [ "$case" != cli ] && [ ! -e "$data/train-images-idx3-ubyte" ] && [ ! -e "$data/train-images-idx3-ubyte.gz" ]; then
 	echo "SKIPPED: no MNIST in $data (run scripts/fetch-data.sh)"; exit 77
@@ -434,11 +435,16 @@ cli)
 	# once, and the SIGTERM reached a launcher that had not started (CI of
 	# 8aff700, a loaded machine: "Terminated", an empty log)
 	rm -f "$out"
+	mdir=$(mktemp -d "${TMPDIR:-/tmp}/rdmaps-e2e-metrics-XXXXXX")
 	"$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
-		--train_steps=100000000 --log_every=100000 >"$out" 2>&1 &
+		--train_steps=100000000 --log_every=100000 --metrics="$mdir/m.jsonl" >"$out" 2>&1 &
 	lp=$!
 	k=0
 	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	# a few hundred steps in, so that a buffered file would have flushed
+	# some 4 KiB blocks (and torn a record) by then
+	k=0
+	while [ "$(cat "$mdir/m.worker0.jsonl" 2>/dev/null | wc -l)" -lt 300 ] && [ $k -lt 50 ]; do sleep 0.1; k=$((k + 1)); done
 	hosts=$(sed -n 's/^rdmaps launch: 1 ps (\([^)]*\)).*/\1/p' "$out")
 	kill -TERM $lp; wait $lp; rc=$?
 	[ $rc -eq 143 ] || fail "launch stopped by SIGTERM exited $rc, expected 143"
@@ -446,6 +452,23 @@ cli)
 	sleep 1
 	[ -n "$hosts" ] && ! pgrep -f "ps_hosts=$hosts" >/dev/null || fail "tasks of a launcher stopped by SIGTERM still run (ps at $hosts)"
 	echo "  launch stopped by SIGTERM: exit 143, no task left"
+	# ... and its workers' --metrics files hold whole lines, one per step
+	# they pushed, none missing (fully buffered, each lost up to 4 KiB of
+	# records and ended in a torn line): a step count short of the ps's
+	# gradient count by more than one per worker is a loss
+	n=0
+	for f in "$mdir/m.worker0.jsonl" "$mdir/m.worker1.jsonl"; do
+		[ -s "$f" ] || fail "no --metrics file $f after SIGTERM"
+		[ -z "$(tail -c 1 "$f")" ] || fail "$f does not end in a newline after SIGTERM (a torn record)"
+		k=$(awk '!/^[{]"task":[0-9]+,"local_step":[0-9]+,"global_step":[0-9]+,.*,"t":[0-9.]+[}]$/ || $0 !~ "\"local_step\":" NR "," { bad = 1 } END { print bad ? -1 : NR }' "$f")
+		[ "$k" -ge 1 ] || fail "$f: a record that is not a whole JSON line, or a step missing, after SIGTERM"
+		n=$((n + k))
+	done
+	pushed=$(sed -n 's/^\[ps0\] ps 0: done after .* \([0-9]*\) gradients accepted, \([0-9]*\) dropped.*/\1 \2/p' "$out" | awk '{ print $1 + $2 }')
+	[ -n "$pushed" ] || fail "the ps stopped by SIGTERM did not print its gradient count"
+	[ "$n" -ge $((pushed - 2)) ] || fail "the --metrics files hold $n steps, the ps took $pushed gradients: records lost on SIGTERM"
+	rm -rf "$mdir"
+	echo "  its workers' --metrics after SIGTERM: $n whole records for the ps's $pushed gradients"
 	;;
 *) echo "usage: e2e.sh BIN TRANSPORT DATA_DIR sync|async|backup|cli"; exit 2 ;;
 esac
