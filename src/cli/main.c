@@ -4,6 +4,7 @@
  * a ps or worker task with TensorFlow's flags.  The protocol is in src/ps/shard.c, src/worker/worker.c and
  * docs/protocol.md. */
 #include <arpa/inet.h>
+#include <cblas.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -17,6 +18,16 @@
 #include "cli/ports.h"
 #include "kernels/data.h"
 #include "kernels/train.h"
+#include "rdmaps_git.h"
+
+/* --version: what a bug report needs: the commit, the build, the BLAS
+ * (cmake/version.cmake writes rdmaps_git.h at every build) */
+static void version(void)
+{
+	printf("rdmaps %s (git %s, %s build)\n", RDMAPS_VERSION, RDMAPS_GIT, RDMAPS_BUILD_TYPE);
+	printf("transports: rdma (libibverbs, librdmacm), tcp\n");
+	printf("openblas: %s (kernels: %s)\n", openblas_get_config(), openblas_get_corename());
+}
 
 static void usage(FILE *f)
 {
@@ -28,6 +39,7 @@ static void usage(FILE *f)
 		"       rdmaps train --model=mlp|lstm --data_dir=DIR [--epochs=N ...]\n"
 		"       rdmaps ports N [IPV4]   (N distinct free ports on IPV4, default 127.0.0.1, as launch picks them)\n"
 		"       rdmaps devices [HOST]   (the RDMA ports here, and what --transport=auto picks for HOST)\n"
+		"       rdmaps --version        (the release, the commit and build it was built from, its BLAS)\n"
 		"training flags: --sync_replicas[=True|False] --replicas_to_aggregate=R --train_steps=200\n"
 		"  --batch_size=100 --learning_rate=0.01 --hidden_units=100 --model=mlp|lstm --data_dir=DIR\n"
 		"  --transport=auto|rdma|tcp --seed=S --log_every=N --metrics=FILE --timeout=SECS\n"
@@ -145,7 +157,7 @@ enum {
 	O_JOB = 1000, O_TASK, O_PSH, O_WKH, O_SYNC, O_R, O_STEPS, O_BATCH, O_LR, O_HID, O_MODEL,
 	O_DATA, O_TRANSPORT, O_SEED, O_LOGEVERY, O_METRICS, O_TIMEOUT, O_PS, O_WORKERS, O_TOKEN,
 	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_TCP_SPIN, O_PS_SPIN, O_PS_PROGRESS, O_WORKER_PROGRESS, O_STRAG_TASK, O_STRAG_MS, O_SNAP_FILE, O_SNAP_EVERY,
-	O_HELP, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_DOWNLOAD_ONLY, O_EXISTING, O_NOSYNC, O_NODOWNLOAD, O_NOEXISTING, O_ASYNC_DUMMY
+	O_HELP, O_VERSION, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_DOWNLOAD_ONLY, O_EXISTING, O_NOSYNC, O_NODOWNLOAD, O_NOEXISTING, O_ASYNC_DUMMY
 };
 
 static const struct option long_opts[] = {
@@ -193,6 +205,7 @@ static const struct option long_opts[] = {
 	{ "slurm_num_ps", required_argument, 0, O_SLURM_PS },
 	{ "port_base", required_argument, 0, O_PORTBASE },
 	{ "help", no_argument, 0, O_HELP },
+	{ "version", no_argument, 0, O_VERSION },
 	{ 0, 0, 0, 0 }
 };
 
@@ -340,6 +353,9 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 			break;
 		case O_HELP:
 			usage(stdout);
+			exit(0);
+		case O_VERSION:
+			version();
 			exit(0);
 		default:
 		unknown:

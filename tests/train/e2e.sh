@@ -429,6 +429,12 @@ cli)
 		--log_every=1 >"$out" 2>&1 || fail "'rdmaps launch --ps 1 --workers 1' failed"
 	grep -q "rdmaps launch: all workers finished" "$out" || fail "'rdmaps launch --ps 1 --workers 1' did not finish"
 	echo "  launch --ps 1 --workers 1 (values in the next word): trains"
+	# --version names the release and the commit (for bug reports)
+	"$bin" --version >"$out" 2>&1 || fail "rdmaps --version exited non-zero"
+	grep -Eq '^rdmaps [0-9]+[.][0-9]+[.][0-9]+ [(]git ([0-9a-f]{7,}(-dirty)?|unknown), [A-Za-z]+ build[)]$' "$out" \
+		|| fail "rdmaps --version did not print 'rdmaps X.Y.Z (git COMMIT, TYPE build)'"
+	grep -q '^openblas: ' "$out" || fail "rdmaps --version did not name its BLAS"
+	echo "  --version: $(head -1 "$out")"
 	# SIGTERM to the launcher (a job scheduler's stop): every task stops,
 	# the launcher says so and exits 128 + 15.  The log is removed first:
 	# the previous run's "Training begins" in it let the wait below end at
