@@ -102,6 +102,12 @@ def shard_bytes(n):
     return n * 4 + 8, n * 4 + 64 + 8
 
 
+# the worker's last line, "validation cross entropy = %g": a diverged run
+# prints nan, -nan (glibc), inf or -inf, which float() reads
+_VAL_CE = re.compile(r"validation cross entropy = ([-+]?(?:nan|inf(?:inity)?|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))",
+                     re.I)
+
+
 def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
                 strag_task=0, snap_every=0, seed=1):
     d = os.path.join(a.out, "runs", name)
@@ -181,7 +187,7 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
     ce = []
     for k in range(W):
         txt = open(os.path.join(d, "worker%d.log" % k)).read()
-        m = re.search(r"validation cross entropy = ([-\d.eE+]+)", txt)
+        m = _VAL_CE.search(txt)
         ce.append(float(m.group(1)) if m else None)
     info["final_val_ce"] = ce
     info["metrics"] = [os.path.join(d, "metrics.w%d.json" % k) for k in range(W)]
