@@ -37,6 +37,18 @@ def f1(x, nd=1):
     return "-" if x is None else ("%.*f" % (nd, x))
 
 
+def finite(x):
+    """a number that is not nan / inf; step_bench writes those as null
+    (older step_bench.json files as NaN / Infinity, which json reads)"""
+    return x is not None and math.isfinite(x)
+
+
+def ce_cell(x, nd=1):
+    """a validation figure that was measured: its value, or 'not finite'
+    (a diverged run's nan / inf, written as null)"""
+    return ("%.*f" % (nd, x)) if finite(x) else "not finite"
+
+
 def med(v):
     v = sorted(x for x in v if x is not None)
     if not v:
@@ -461,24 +473,26 @@ def main():
             x = r["result"]
             # diverged: a nan / inf loss in the metrics or validation figure
             dv = x.get("diverged") or next(
-                ({"val_ce": repr(p["val_ce"]), "global_step": p["global_step"]} for p in x["val"]
-                 if not math.isfinite(p["val_ce"])), None)
-            hit = next((p for p in x["val"] if p["val_ce"] <= target), None)
-            fin = x["val"][-1]
+                ({"val_ce": repr(p["val_ce"]) if p["val_ce"] is not None else "not finite (null)",
+                  "global_step": p["global_step"]} for p in x["val"] if not finite(p["val_ce"])), None)
+            hit = next((p for p in x["val"] if finite(p["val_ce"]) and p["val_ce"] <= target), None)
+            fin = x["val"][-1] if x["val"] else {}
             q = {"name": r["name"], "sync": r["sync"], "t_target_s": hit["wall_s"] if hit else None,
                  "diverged": dv, "last_val_s": x["val"][-1]["wall_s"] if x["val"] else None,
                  "start_skew_s": x.get("start_skew_s"),
-                 "gstep_target": hit["global_step"] if hit else None, "final_ce": fin["val_ce"],
-                 "final_acc": fin["val_acc"], "grads_s": x["run"]["gradients_per_s"],
+                 "gstep_target": hit["global_step"] if hit else None, "final_ce": fin.get("val_ce"),
+                 "final_acc": fin.get("val_acc"), "grads_s": x["run"]["gradients_per_s"],
                  "gsteps_s": x["run"]["global_steps_per_s"]}
             conv.append(q)
             nm = r["name"] + (" DIVERGED" if dv else "")
-            txt.append("%-28s %9s %8s %10.0f %10.0f %9.1f %8.4f" % (
+            fce = ce_cell(q["final_ce"]) if fin else "-"
+            facc = ce_cell(q["final_acc"], 4) if fin else "-"
+            txt.append("%-28s %9s %8s %10.0f %10.0f %9s %8s" % (
                 nm, f1(q["t_target_s"], 3), q["gstep_target"] if hit else "-", q["grads_s"],
-                q["gsteps_s"] or 0, q["final_ce"], q["final_acc"]))
-            md.append("| %s | %s | %s | %.0f | %.0f | %.1f | %.4f | %s |" % (
+                q["gsteps_s"] or 0, fce, facc))
+            md.append("| %s | %s | %s | %.0f | %.0f | %s | %s | %s |" % (
                 nm, f1(q["t_target_s"], 3) if hit else "> %s" % f1(q["last_val_s"], 3), q["gstep_target"] if hit else "not reached", q["grads_s"],
-                q["gsteps_s"] or 0, q["final_ce"], q["final_acc"], f1(q["start_skew_s"], 3)))
+                q["gsteps_s"] or 0, fce, facc, f1(q["start_skew_s"], 3)))
         derived["convergence"] = conv
         # time to target over every run of a side: a run that never reached
         # it is censored (its time is later than its last validation point),
@@ -516,25 +530,55 @@ def main():
                 note if note else "async/sync = %.2f; >1 means sync got there sooner" % ratio)
             txt.append(line)
             md.append("\n" + line + "\n")
-        # plot: validation CE vs wall time
-        with open(os.path.join(plots, "conv.gp"), "w") as g:
-            g.write("set terminal pngcairo size 800,480 font 'Sans,10' noenhanced\nset output '%s'\n" %
-                    os.path.join(plots, "conv.png"))
-            g.write(("set title 'mlp, 1 ps, 2 workers, %s: validation cross entropy vs wall time (dashed: target %g)'\n"
-                     % (c["transport"], target)) +
-                    "set xlabel 'wall time since the first step (s)'\nset ylabel 'validation cross entropy (sum over 5000)'\n"
-                    "set logscale y\nset grid\nset key top right\n")
-            g.write("set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lc rgb 'gray'\n" %
-                    (target, target))
-            parts = []
-            for r in C:
-                dat = os.path.join(plots, "conv_%s.dat" % r["name"])
-                with open(dat, "w") as d:
-                    for p in r["result"]["val"]:
-                        d.write("%.6f %.6g\n" % (p["wall_s"], p["val_ce"]))
-                parts.append("'%s' using 1:2 with linespoints pt 7 ps 0.4 lc rgb '%s' title '%s'" % (
-                    dat, "#1f77b4" if r["sync"] else "#d62728", r["name"]))
-            g.write("plot " + ", \\\n     ".join(parts) + "\n")
+        # plot: validation CE vs wall time, the finite (and, for the log
+        # scale, positive) points only: a diverged run's nan / inf points are
+        # left out, and a run with none left is left out of the plot and
+        # named (gnuplot fails on a plot whose every point is undefined)
+        parts, unplotted, partial = [], [], []
+        for r in C:
+            v = r["result"]["val"]
+            ok = [p for p in v if finite(p["val_ce"]) and p["val_ce"] > 0]
+            if not ok:
+                unplotted.append(r["name"])
+                continue
+            if len(ok) < len(v):
+                partial.append("%s (%d of %d points)" % (r["name"], len(ok), len(v)))
+            dat = os.path.join(plots, "conv_%s.dat" % r["name"])
+            with open(dat, "w") as d:
+                for p in ok:
+                    d.write("%.6f %.6g\n" % (p["wall_s"], p["val_ce"]))
+            parts.append("'%s' using 1:2 with linespoints pt 7 ps 0.4 lc rgb '%s' title '%s'" % (
+                dat, "#1f77b4" if r["sync"] else "#d62728", r["name"]))
+        gpf = os.path.join(plots, "conv.gp")
+        if parts:
+            with open(gpf, "w") as g:
+                g.write("set terminal pngcairo size 800,480 font 'Sans,10' noenhanced\nset output '%s'\n" %
+                        os.path.join(plots, "conv.png"))
+                if unplotted:
+                    g.write("set label 'not plotted (no finite point): %s' at graph 0.02, graph 0.05 left\n"
+                            % ", ".join(unplotted))
+                g.write(("set title 'mlp, 1 ps, 2 workers, %s: validation cross entropy vs wall time (dashed: target %g)'\n"
+                         % (c["transport"], target)) +
+                        "set xlabel 'wall time since the first step (s)'\nset ylabel 'validation cross entropy (sum over 5000)'\n"
+                        "set logscale y\nset grid\nset key top right\n")
+                g.write("set arrow from graph 0, first %g to graph 1, first %g nohead dt 2 lc rgb 'gray'\n" %
+                        (target, target))
+                g.write("plot " + ", \\\n     ".join(parts) + "\n")
+        else:
+            for f_ in (gpf, os.path.join(plots, "conv.png")):  # a stale plot of an earlier report
+                if os.path.exists(f_):
+                    os.remove(f_)
+        derived["convergence_plot"] = {"plotted": [r["name"] for r in C if r["name"] not in unplotted],
+                                       "not_plotted_no_finite_point": unplotted,
+                                       "nonfinite_points_left_out": partial}
+        if unplotted or partial:
+            line = ("convergence plot (plots/conv.png): %s%s" % (
+                "not drawn, no run has a finite validation point" if not parts else
+                ("left out, no finite validation point: " + ", ".join(unplotted) if unplotted else ""),
+                ("%snon-finite points left out: %s" % ("; " if unplotted else "", ", ".join(partial))
+                 if partial else "")))
+            txt.append(line)
+            md.append(line + "\n")
 
     # ---- 3. stragglers
     S = R["stragglers"]
@@ -565,12 +609,12 @@ def main():
             srows.append(q)
             txt.append("%-16s %10s %10s %10s %9.0f %9.0f %7s %7s %7.2f %9s %7s" % (
                 q["label"], f1(q["fast_p50"]), f1(q["fast_p99"]), f1(q["strag_p50"]), q["grads_s"],
-                q["gsteps_s"] or 0, q["updates"], q["dropped"], q["wall_s"], f1(q["final_ce"]),
-                f1(q["final_acc"], 4)))
+                q["gsteps_s"] or 0, q["updates"], q["dropped"], q["wall_s"],
+                ce_cell(q["final_ce"]) if fv else "-", ce_cell(q["final_acc"], 4) if fv else "-"))
             md.append("| %s | %s | %s | %s | %.0f | %.0f | %s | %s | %.2f | %s | %s |" % (
                 q["label"], f1(q["fast_p50"]), f1(q["fast_p99"]), f1(q["strag_p50"]), q["grads_s"],
-                q["gsteps_s"] or 0, q["updates"], q["dropped"], q["wall_s"], f1(q["final_ce"]),
-                f1(q["final_acc"], 4)))
+                q["gsteps_s"] or 0, q["updates"], q["dropped"], q["wall_s"],
+                ce_cell(q["final_ce"]) if fv else "-", ce_cell(q["final_acc"], 4) if fv else "-"))
         derived["stragglers"] = srows
 
     # ---- 4. ps apply
@@ -689,7 +733,7 @@ def main():
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(out, "report.json"), "w") as f:
-        json.dump(derived, f, indent=1)
+        sb.dump(derived, f, indent=1)
     print("\n".join(txt))
     print("\nreport: %s/report.{txt,md,json}, plots in %s" % (out, plots))
     return 0

@@ -208,6 +208,29 @@ def loads_c(line):
         lambda m: m.group(1) + ("NaN" if m.group(3).lower() == "nan" else m.group(2) + "Infinity"), line))
 
 
+def finite_json(x):
+    """x with every non-finite float (a diverged run's nan / inf) replaced by
+    None: the files step_bench and report.py write are strict JSON (RFC 8259
+    has no NaN or Infinity, which Python's json writes by default); where a
+    run diverged is in its result.diverged"""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: finite_json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite_json(v) for v in x]
+    return x
+
+
+def dump(x, f, **kw):
+    """json.dump as strict JSON: non-finite numbers written as null"""
+    json.dump(finite_json(x), f, allow_nan=False, **kw)
+
+
+def dumps(x, **kw):
+    return json.dumps(finite_json(x), allow_nan=False, **kw)
+
+
 def first_nonfinite(per):
     """where a run diverged: the first step (by worker) whose loss is not
     finite, or None"""
@@ -313,7 +336,7 @@ def evaluate(a, info, t_start):
         p["wall_s"] = p["t"] - t_start
     with open(os.path.join(info["dir"], "val.json"), "w") as f:
         for p in pts:
-            f.write(json.dumps(p) + "\n")
+            f.write(dumps(p) + "\n")
     os.remove(path)  # parameter snapshots are large; val.json keeps what they gave
     return pts
 
@@ -334,7 +357,7 @@ def save(info, res):
     info = dict(info)
     info["result"] = res
     with open(os.path.join(info["dir"], "summary.json"), "w") as f:
-        json.dump(info, f, indent=1)
+        dump(info, f, indent=1)
     return info
 
 
@@ -498,7 +521,7 @@ def main():
 
     results["failures"] = failures
     with open(os.path.join(a.out, "step_bench.json"), "w") as f:
-        json.dump(results, f, indent=1)
+        dump(results, f, indent=1)
     print("step_bench: wrote %s (%d failure(s))" % (os.path.join(a.out, "step_bench.json"), len(failures)))
     return 1 if failures else 0
 
