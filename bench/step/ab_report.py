@@ -11,8 +11,11 @@ tcp_rr reference's p50 (measured right after that run), of its paired
 ratios (pull+push p50 over that run's own references: step_bench's
 vs_tcp_rr_p50 and vs_tcp_step_p50, with [min..max] over the runs), and of
 its steady-window TF global steps/s and gradients/s.  The runs column
-gives the runs and, in brackets, the rounds they came from; a failed run
-is missing from the count and listed below the table.  A step_bench.json
+gives the runs and, in brackets, the rounds they came from.  Every
+failure is listed below the table, by run and part: a run that failed is
+missing from the count; a run whose plain-TCP reference failed is in it,
+its paired ratio to that reference is missing (the ratio cell then says
+over how many runs it is).  A step_bench.json
 from before every run had its own references (45b22a6) has no paired
 ratio: those rows print "-".  Standard library only.
 """
@@ -28,6 +31,7 @@ def main():
         print(__doc__)
         return 2
     rows, failures, missing = {}, [], []
+    outs, kept, unknown = set(), set(), 0  # runs not in the table / in it without a part / not recorded
     dirs = sorted(d for d in glob.glob(os.path.join(sys.argv[1], "[ab][0-9]*")) if os.path.isdir(d))
     for d in dirs:
         path = os.path.join(d, "step_bench.json")
@@ -41,6 +45,11 @@ def main():
             return 2
         var = os.path.basename(d)[0]
         failures += ["%s: %s" % (os.path.basename(d), f) for f in R.get("failures", [])]
+        if "failed" in R:
+            outs |= {(d, f["run"]) for f in R["failed"] if not f["run_in_tables"]}
+            kept |= {(d, f["run"]) for f in R["failed"] if f["run_in_tables"]}
+        else:
+            unknown += len(R.get("failures", []))
         for r in R["anatomy"]:
             res = r["result"]
             ph = res["phases_us"]
@@ -82,7 +91,11 @@ def main():
     for d in missing:
         print("\nab_report: %s: no step_bench.json (that round's step_bench did not finish)" % d)
     if failures:
-        print("\nFailed runs (not in the table): %d" % len(failures))
+        kept -= outs
+        print("\nFAILED: %d failure(s) (runs/parts named below): %d run(s) not in the table, %d run(s) in it without "
+              "the part that failed%s" % (len(failures), len(outs), len(kept),
+                                               "; %d failure(s) from files that predate the record of whether "
+                                               "the run is in the table" % unknown if unknown else ""))
         for f in failures:
             print("- " + f)
     return 0

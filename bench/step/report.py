@@ -67,11 +67,15 @@ def first_ref(R, g, kind):
     configuration's own first run that has one, and that run's name.  A
     step_bench.json from before every run got its own references (45b22a6)
     has only R[kind]["<model>_p<P>"], the first run of that model and P:
-    then that one, named by its label (another configuration's run)."""
+    then that one, named by its label (another configuration's run).  In a
+    newer file, a configuration whose every run's reference failed has
+    none (not another configuration's)."""
     for r in sorted(g["runs"], key=lambda r: r.get("rep", 0)):
         q = r["result"].get(kind)
         if q:
             return q, r["name"]
+    if any(r["result"].get(kind) for r in R.get("anatomy", [])):
+        return None, None  # per-run references, none of this configuration's
     q = R.get(kind, {}).get("%s_p%d" % (g["key"][0], g["key"][1]))
     if q:
         return q, q.get("label", "first run of %s P=%d" % (g["key"][0], g["key"][1]))
@@ -153,16 +157,26 @@ def main():
         head += " Extra rdmaps flags on every task: %s." % " ".join(c["rdmaps_flags"])
     txt.append(head)
     md.append(head + "\n")
-    # runs that failed are in no table: say so first, by name
-    fails = R.get("failures")
+    # what failed, first, by run and part: a run that failed (or whose
+    # metrics could not be read) is in no table; a run whose own figures are
+    # valid but whose plain-TCP reference or final evaluation failed is kept
+    # and the missing part is marked where it would be
+    fails, frec = R.get("failures"), R.get("failed")
     if fails is None:
-        fl = ["Failed runs: not recorded in this step_bench.json (it predates the failures list)."]
+        fl = ["Failures: not recorded in this step_bench.json (it predates the failures list)."]
     elif not fails:
-        fl = ["Failed runs: none (step_bench recorded no failure)."]
+        fl = ["Failures: none (step_bench recorded no failure)."]
+    elif frec is None:
+        fl = ["FAILED: %d failure(s) (runs/parts named below; this step_bench.json predates the record of "
+              "whether each run is still in a table):" % len(fails)] + ["- " + f for f in fails]
     else:
-        fl = ["FAILED runs: %d, in no table below (step_bench's failures list):" % len(fails)] + \
+        out_ = sorted({f["run"] for f in frec if not f["run_in_tables"]})
+        kept_ = sorted({f["run"] for f in frec if f["run_in_tables"]} - set(out_))
+        fl = ["FAILED: %d failure(s) (runs/parts named below): %d run(s) in no table, %d run(s) kept in the tables "
+              "without the part that failed (marked there):" % (len(fails), len(out_), len(kept_))] + \
              ["- " + f for f in fails]
     derived["failures"] = fails
+    derived["failed"] = frec
     txt.append("\n" + "\n".join(fl))
     md.append("\n".join(fl) + "\n")
 
@@ -320,6 +334,9 @@ def main():
         # references (not one per model and P, which is another
         # configuration's run for every row but one)
         trows = [(g,) + first_ref(R, g, "tcp_rr") for g in G if "push_bytes_per_step" in g["cfg"]]
+        # a configuration whose every run's tcp_rr reference failed has no row
+        noref = [cfgname(g["cfg"]) for g, q, qn in trows
+                 if not q and any("tcp_rr" in r["result"].get("missing", []) for r in g["runs"])]
         trows = [(g, q, qn) for g, q, qn in trows if q]
         if trows:
             txt.append("\n== Transport cost of a step: pull+push per step (rdmaps: READ params + fenced 8 B READ, "
@@ -395,6 +412,32 @@ def main():
                                                        qs.get("gap_us", 0), refname(g, qsn))
                     if qs else "-",
                     "%.2f" % rs_ if qs else "-", span(prr), span(pst)))
+            # a run kept without a reference that failed: named, with what it lacks
+            tnotes = []
+            for g, q, qn in trows:
+                for r in sorted(g["runs"], key=lambda r: r.get("rep", 0)):
+                    miss = [k for k in ("tcp_rr", "tcp_rr_step") if k in r["result"].get("missing", [])]
+                    if miss:
+                        tnotes.append("%s r%d: %s reference failed (see the failures above); the run is in the "
+                                      "pooled columns, not in the paired %s" % (
+                                          cfgname(g["cfg"]), r.get("rep", 0),
+                                          " and ".join({"tcp_rr": "tcp_rr", "tcp_rr_step": "step-shaped"}[k]
+                                                       for k in miss),
+                                          " or ".join({"tcp_rr": "ratio to tcp_rr",
+                                                       "tcp_rr_step": "ratio to step"}[k] for k in miss)))
+            if tnotes:
+                md.append("")
+                md += ["- " + x for x in tnotes]
+                txt += ["  " + x for x in tnotes]
+        else:
+            tnotes = []
+        tnotes += ["%s: every run's tcp_rr reference failed (see the failures above): not in the transport table" % x
+                   for x in noref]
+        if noref:
+            md.append("")
+            md += ["- " + x for x in tnotes[-len(noref):]]
+            txt += ["  " + x for x in tnotes[-len(noref):]]
+        derived["transport_missing_references"] = tnotes
 
     # ---- 5b. where the pull+push time goes: the step's four operations, each
     # measured alone by rt_bench in this run (mlp, 1 ps)
@@ -599,6 +642,8 @@ def main():
             x = r["result"]
             fs, ss = x.get("fast_total_us"), x.get("straggler_total_us")
             fv = x.get("final_val") or {}
+            # no final validation: its evaluation failed (named above) or not recorded
+            nofv = "failed" if "final_val" in x.get("missing", []) else "-"
             pd = r.get("ps0_done", {})
             dv = x.get("diverged")
             q = {"label": r["label"] + (" DIVERGED" if dv else ""), "diverged": dv, "fast_p50": fs and fs["p50"], "fast_p99": fs and fs["p99"],
@@ -610,11 +655,11 @@ def main():
             txt.append("%-16s %10s %10s %10s %9.0f %9.0f %7s %7s %7.2f %9s %7s" % (
                 q["label"], f1(q["fast_p50"]), f1(q["fast_p99"]), f1(q["strag_p50"]), q["grads_s"],
                 q["gsteps_s"] or 0, q["updates"], q["dropped"], q["wall_s"],
-                ce_cell(q["final_ce"]) if fv else "-", ce_cell(q["final_acc"], 4) if fv else "-"))
+                ce_cell(q["final_ce"]) if fv else nofv, ce_cell(q["final_acc"], 4) if fv else nofv))
             md.append("| %s | %s | %s | %s | %.0f | %.0f | %s | %s | %.2f | %s | %s |" % (
                 q["label"], f1(q["fast_p50"]), f1(q["fast_p99"]), f1(q["strag_p50"]), q["grads_s"],
                 q["gsteps_s"] or 0, q["updates"], q["dropped"], q["wall_s"],
-                ce_cell(q["final_ce"]) if fv else "-", ce_cell(q["final_acc"], 4) if fv else "-"))
+                ce_cell(q["final_ce"]) if fv else nofv, ce_cell(q["final_acc"], 4) if fv else nofv))
         derived["stragglers"] = srows
 
     # ---- 4. ps apply

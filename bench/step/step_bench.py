@@ -163,7 +163,7 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        raise Failed("%s: %s (logs in %s)" % (name, "; ".join(bad), d))
+        raise Failed("%s (logs in %s)" % ("; ".join(bad), d))
     info = {"name": name, "model": model, "ps": P, "workers": W, "sync": bool(sync),
             "replicas": (R or W) if sync else None, "train_steps": steps,
             "straggler_delay_ms": delay_ms, "straggler_task": strag_task if delay_ms else None,
@@ -284,7 +284,7 @@ def analyze(info):
         ends.append(rows[-1]["t"])
     allk = [r for rows in kept for r in rows]
     if not allk:
-        raise Failed("%s: every step was warm-up; run more steps" % info["name"])
+        raise Failed("every step was warm-up; run more steps")
     out = {"warmup": {"steps": WARM_STEPS, "seconds": WARM_S, "dropped": dropped,
                       "kept": len(allk)}}
     out["phases_us"] = {p: stats([r[p] for r in allk]) for p in PHASES + ("total_us",)}
@@ -330,8 +330,13 @@ def evaluate(a, info, t_start):
     r = subprocess.run([a.eval_bin, "--model", info["model"], "--data_dir", a.data_dir] + hid + [path],
                        capture_output=True, text=True)
     if r.returncode:
-        raise Failed("eval_snapshots %s: %s" % (path, r.stderr.strip()))
-    pts = [loads_c(l) for l in r.stdout.splitlines() if l.strip()]
+        raise Failed("%s: exit %d: %s" % (path, r.returncode, r.stderr.strip()))
+    try:
+        pts = [loads_c(l) for l in r.stdout.splitlines() if l.strip()]
+    except ValueError as e:
+        raise Failed("%s: eval_snapshots printed a line that is not JSON: %s" % (path, e))
+    if not pts:
+        raise Failed("%s: eval_snapshots printed no validation point" % path)
     for p in pts:
         p["wall_s"] = p["t"] - t_start
     with open(os.path.join(info["dir"], "val.json"), "w") as f:
@@ -349,8 +354,12 @@ def tcp_ref(a, req, resp, label, mode="rr", gap_us=0):
                         "--gap-us", str(gap_us), "--budget-ms", "5000", "--json", js, "--label", label],
                        capture_output=True, text=True)
     if r.returncode:
-        raise Failed("tcp_rr: %s" % r.stderr.strip())
-    return json.load(open(js))
+        raise Failed("exit %d: %s" % (r.returncode, r.stderr.strip()))
+    try:
+        with open(js) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise Failed("%s: %s" % (js, e))
 
 
 def save(info, res):
@@ -398,14 +407,23 @@ def main():
                           "warmup_s": WARM_S, "host": os.uname().nodename, "ncpu": os.cpu_count(),
                           "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
                "anatomy": [], "tcp_rr": {}, "tcp_rr_step": {}, "convergence": [], "stragglers": []}
-    failures = []
+    # every failure names its run and the part that failed, and says whether
+    # the run is still in the tables: a run whose own figures are valid but
+    # whose plain-TCP reference or final evaluation failed is kept, with
+    # that part in result.missing; a run without valid figures of its own is
+    # in no table.  failures: the messages (as before); failed: the same,
+    # one record each
+    failures, failed = [], []
 
-    def attempt(fn, *args, **kw):
+    def attempt(run, part, kept, fn, *args, **kw):
         try:
             return fn(*args, **kw)
         except Failed as e:
-            print("FAILED " + str(e), flush=True)
-            failures.append(str(e))
+            msg = "%s: %s failed (%s): %s" % (
+                run, part, "the run is kept in the tables without it" if kept else "the run is in no table", e)
+            print("FAILED " + msg, flush=True)
+            failures.append(msg)
+            failed.append({"run": run, "part": part, "run_in_tables": kept, "why": str(e)})
             return None
 
     # ---- 1. step anatomy (+ throughput window, + transport reference)
@@ -440,13 +458,14 @@ def main():
                 # async: train_steps counts every gradient; give it the same
                 # number of gradients as the sync run (W per global step)
                 n = steps[model] if sync else steps[model] * W
-                info = attempt(run_cluster, a, name, model, P, W, sync, steps=n)
+                info = attempt(name, "run", False, run_cluster, a, name, model, P, W, sync, steps=n)
                 if not info:
                     continue
                 info["rep"] = rep
-                res = attempt(analyze, info)
+                res = attempt(name, "reading its metrics", False, analyze, info)
                 if not res:
                     continue
+                res["missing"] = []
                 key = "%s_p%d" % (model, P)
                 # The plain-TCP references, measured right after every run
                 # (the machine's state drifts between runs by more than the
@@ -458,14 +477,18 @@ def main():
                 if a.transport == "tcp" and "push_bytes_per_step" in info:
                     pb, qb = info["push_bytes_per_step"], info["pull_bytes_per_step"]
                     gap = int(round(res["phases_us"]["compute_us"]["p50"]))
-                    rr = attempt(tcp_ref, a, pb, qb, name)
-                    rs = attempt(tcp_ref, a, pb, qb, name, "step", gap)
+                    rr = attempt(name, "tcp_rr reference", True, tcp_ref, a, pb, qb, name)
+                    rs = attempt(name, "tcp_rr --mode step reference", True, tcp_ref, a, pb, qb, name, "step", gap)
                     # results["tcp_rr"] / ["tcp_rr_step"]["<model>_p<P>"]:
                     # the references of the first run of that model and P
                     # (kept for readers of older files; the first such run
                     # is one configuration's, W=1 sync in the built-in
                     # grid).  Every ratio of the reports uses each run's
                     # own, result.tcp_rr / result.tcp_rr_step.
+                    if not rr:
+                        res["missing"].append("tcp_rr")
+                    if not rs:
+                        res["missing"].append("tcp_rr_step")
                     if rr:
                         results["tcp_rr"].setdefault(key, rr)
                         res["tcp_rr"] = rr
@@ -485,16 +508,19 @@ def main():
                 name = "conv_mlp_p1_w%d_%s_r%d" % (W, "sync" if sync else "async", rep)
                 print("== %s" % name, flush=True)
                 steps = 400 if sync else 400 * W
-                info = attempt(run_cluster, a, name, "mlp", 1, W, sync, steps=steps, snap_every=10,
-                               seed=1 + rep)
+                info = attempt(name, "run", False, run_cluster, a, name, "mlp", 1, W, sync, steps=steps,
+                               snap_every=10, seed=1 + rep)
                 if not info:
                     continue
-                res = attempt(analyze, info)
+                res = attempt(name, "reading its metrics", False, analyze, info)
                 if not res:
                     continue
-                pts = attempt(evaluate, a, info, res["t_start"])
+                # a convergence run's figures are its validation points:
+                # without them it is in no table
+                pts = attempt(name, "eval_snapshots", False, evaluate, a, info, res["t_start"])
                 if pts is None:
                     continue
+                res["missing"] = []
                 res["val"] = pts
                 results["convergence"].append(save(info, res))
 
@@ -506,20 +532,23 @@ def main():
             name = "strag_mlp_p1_w%d_d%d_%s" % (W, D, label)
             print("== %s" % name, flush=True)
             n = steps if sync else steps * W
-            info = attempt(run_cluster, a, name, "mlp", 1, W, sync, R=R, steps=n, delay_ms=D,
+            info = attempt(name, "run", False, run_cluster, a, name, "mlp", 1, W, sync, R=R, steps=n, delay_ms=D,
                            strag_task=W - 1, snap_every=1000000)
             if not info:
                 continue
-            res = attempt(analyze, info)
+            res = attempt(name, "reading its metrics", False, analyze, info)
             if not res:
                 continue
-            pts = attempt(evaluate, a, info, res["t_start"])
+            # its step times and rates stand without the final evaluation
+            pts = attempt(name, "eval_snapshots", True, evaluate, a, info, res["t_start"])
+            res["missing"] = [] if pts else ["final_val"]
             if pts:
                 res["final_val"] = pts[-1]
             info["label"] = label
             results["stragglers"].append(save(info, res))
 
     results["failures"] = failures
+    results["failed"] = failed
     with open(os.path.join(a.out, "step_bench.json"), "w") as f:
         dump(results, f, indent=1)
     print("step_bench: wrote %s (%d failure(s))" % (os.path.join(a.out, "step_bench.json"), len(failures)))
