@@ -375,7 +375,7 @@ def main():
                       "default that the rdmaps tasks get too (neither sets one; bbr against cubic moved the plain-TCP "
                       "pull by up to 2x on the dev machine, docs/benchmarks.md): %s.\n" % ", ".join(ccs))
             md.append("`runs`: the configuration's runs; `n`: pull+push samples pooled over them (warm-up "
-                      "dropped); a p99 of n <= 100 samples is the maximum. `paired` ratios are over the runs with "
+                      "dropped); a p99 of n < 100 samples is the maximum (nearest rank: sample ceil(0.99 n)). `paired` ratios are over the runs with "
                       "references.\n")
             md.append("| config | runs | push bytes | pull bytes | pull+push p50 | pull+push p99 (n) | tcp_rr p50 | tcp_rr p99 | ratio p50 "
                       "| tcp_rr step p50 (push / pull) | ratio to step p50 | paired ratio to tcp_rr | paired ratio to step |")
@@ -406,7 +406,7 @@ def main():
                     "%.1f" % qs["p50_us"] if qs else "-", "%.2f" % rs_ if qs else "-", span(prr), span(pst)))
                 md.append("| %s | %d | %d | %d | %.1f | %.1f (n %d%s) | %.1f (%s) | %.1f | %.2f | %s | %s | %s | %s |" % (
                     cfgname(c_), g["reps"], c_["push_bytes_per_step"], c_["pull_bytes_per_step"], pp["p50"], pp["p99"],
-                    pp["n"], ": the max" if pp["n"] <= 100 else "",
+                    pp["n"], ": the max" if pp["n"] < 100 else "",
                     q["p50_us"], refname(g, qn), q["p99_us"], ratio,
                     "%.1f (%.1f / %.1f; gap %d; %s)" % (qs["p50_us"], qs["push_p50_us"], qs["pull_p50_us"],
                                                        qs.get("gap_us", 0), refname(g, qsn))
