@@ -234,8 +234,8 @@ int main(int argc, char **argv)
 			       w == W_SBYTES ? c.nb : c.n, bytes, mn * 1e6, p50 * 1e6, bw);
 			if (jf)
 				fprintf(jf, "{\"what\":\"%s\",\"floats\":%zu,\"loop_floats\":%zu,"
-					"\"replicas\":%d,\"bytes\":%.0f,\"min_us\":%.3f,\"p50_us\":%.3f,"
-					"\"gbps\":%.3f,\"ref_gbps\":%.3f,\"ref_bytes_gbps\":%.3f}\n",
+					"\"replicas\":%d,\"bytes\":%.0f,\"min_us\":%.17g,\"p50_us\":%.17g,"
+					"\"gbps\":%.17g,\"ref_gbps\":%.17g,\"ref_bytes_gbps\":%.17g}\n",
 					what_name[w], c.n, w == W_SBYTES ? c.nb : c.n, R, bytes,
 					mn * 1e6, p50 * 1e6, bw, ref_bw,
 					/* same-bytes ratio only where the bytes are the same */
@@ -256,10 +256,13 @@ int main(int argc, char **argv)
 		printf("vs-stream adam_apply %zu bw_ratio=%.2f (range %.2f..%.2f)\n", c.n, rf[1], rf[0], rf[2]);
 		printf("vs-stream-bytes adam_apply %zu bw_ratio=%.2f (range %.2f..%.2f)\n", c.n, rb[1],
 		       rb[0], rb[2]);
+		/* JSON in full precision (%.17g: the double itself), so that a
+		 * reader's %.2f prints what the lines above print; %.3f could
+		 * round across a half (1.2449 -> 1.245 -> 1.25) */
 		if (jf)
-			fprintf(jf, "{\"ratio\":\"adam_apply\",\"floats\":%zu,\"vs_stream\":%.3f,"
-				"\"vs_stream_bytes\":%.3f,\"vs_stream_range\":[%.3f,%.3f],"
-				"\"vs_stream_bytes_range\":[%.3f,%.3f]}\n",
+			fprintf(jf, "{\"ratio\":\"adam_apply\",\"floats\":%zu,\"vs_stream\":%.17g,"
+				"\"vs_stream_bytes\":%.17g,\"vs_stream_range\":[%.17g,%.17g],"
+				"\"vs_stream_bytes_range\":[%.17g,%.17g]}\n",
 				c.n, rf[1], rb[1], rf[0], rf[2], rb[0], rb[2]);
 		free(c.ba);
 		free(c.bb);
