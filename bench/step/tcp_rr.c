@@ -29,7 +29,12 @@
  * TCP_NODELAY on both sides, no pinning (like the rdmaps tasks it is compared
  * with).  Warm-up: --warmup requests (default 50) or --warmup-ms (default
  * 200), whichever ends first; those samples are dropped and counted in the
- * output.  Every later sample is kept; statistics in double. */
+ * output.  Every later sample is kept; statistics in double.
+ * --json FILE: the same figures as one JSON object; "round_trip" is true
+ * when a sample is one round trip (--mode rr) and false when it is push +
+ * pull (--mode step: a local send plus a round trip), "sample" says its
+ * shape in words, push_p50_us / pull_p50_us are its two parts (in rr mode
+ * the time to hand the request to the kernel, and the whole round trip). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
@@ -283,11 +288,16 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		fprintf(f,
-			"{\"bench\":\"tcp_rr\",\"label\":\"%s\",\"mode\":\"%s\",\"round_trip\":true,\"req_bytes\":%ld,"
+			"{\"bench\":\"tcp_rr\",\"label\":\"%s\",\"mode\":\"%s\",\"round_trip\":%s,\"sample\":\"%s\",\"req_bytes\":%ld,"
 			"\"resp_bytes\":%ld,\"gap_us\":%ld,\"budget_ms\":%ld,\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,"
 			"\"avg_us\":%.3f,\"stdev_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,"
 			"\"push_p50_us\":%.3f,\"pull_p50_us\":%.3f,\"congestion\":\"%s\"}\n",
-			label, step ? "step" : "rr", req, resp, gap_us, budget_ms, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd,
+			label, step ? "step" : "rr", step ? "false" : "true",
+			step ? "push + pull: push = send of the req bytes (a local send, no answer waited for), "
+			       "pull = round trip of an 8-byte request and the resp bytes; the release between them "
+			       "and the gap not timed"
+			     : "round trip: send of the req bytes, then the resp bytes received; the gap not timed",
+			req, resp, gap_us, budget_ms, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd,
 			pct(s, iters, 0.99), pct(s, iters, 0.999), s[iters - 1], pct(sp, iters, 0.5), pct(spl, iters, 0.5), cc);
 		fclose(f);
 	}
