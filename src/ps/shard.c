@@ -395,10 +395,22 @@ static int accept_some(struct shard *s, int tmo_ms)
 	}
 	s->accept_err = 0;
 	const struct rt_hello *hi = rt_request_hello(req);
-	if (hi->role != RDMAPS_ROLE_WORKER || hi->index >= (uint32_t)s->W || hi->layout_hash != s->L->job_hash) {
-		int other = hi->layout_hash != s->L->job_hash;
-		fprintf(stderr, "ps %d: refused a connection (role %u, index %u%s)\n", j->task_index, hi->role,
-			hi->index, other ? ", model/placement/flags mismatch" : "");
+	uint64_t mine = rdmaps_hello_hash(s->L, j->task_index);
+	if (hi->role != RDMAPS_ROLE_WORKER || hi->index >= (uint32_t)s->W || hi->layout_hash != mine) {
+		int other = hi->layout_hash != mine;
+		/* the same job, another shard: the worker's --ps_hosts lists the
+		 * ps tasks in another order than this ps's (or names one twice) */
+		int meant = -1;
+		for (int q = 0; other && q < j->nps && meant < 0; q++)
+			if (hi->layout_hash == rdmaps_hello_hash(s->L, q))
+				meant = q;
+		if (meant >= 0)
+			fprintf(stderr, "ps %d: refused worker %u: its --ps_hosts names this ps (%s) as ps %d: the "
+				"tasks' --ps_hosts must list the same hosts in the same order\n", j->task_index,
+				hi->index, j->ps_hosts[j->task_index], meant);
+		else
+			fprintf(stderr, "ps %d: refused a connection (role %u, index %u%s)\n", j->task_index,
+				hi->role, hi->index, other ? ", model/placement/flags mismatch" : "");
 		/* told why: a worker with other flags stops at once instead of
 		 * retrying until --timeout */
 		rt_reject_status(&req, other ? RDMAPS_E_MISMATCH : RDMAPS_E_REFUSED);

@@ -331,7 +331,7 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 {
 	const struct rdmaps_job *j = w->j;
 	struct wshard *sh = &w->s[p];
-	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = (uint32_t)w->me, .layout_hash = w->L.job_hash };
+	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = (uint32_t)w->me, .layout_hash = rdmaps_hello_hash(&w->L, p) };
 	char host[256];
 	uint16_t port;
 	if (rdmaps_split_hostport(j->ps_hosts[p], host, sizeof(host), &port))
@@ -365,8 +365,8 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 					j->ps_hosts[p], rdmaps_strerror(rc),
 					rc == RDMAPS_E_IN_USE ? " (another live worker runs with this --task_index)"
 					: rc == RDMAPS_E_MISMATCH ? " (this worker and the ps differ in --model, "
-					  "--hidden_units, the number of ps or workers, --sync_replicas, "
-					  "--replicas_to_aggregate or --learning_rate)"
+					  "--hidden_units, the number of ps or workers, the order of --ps_hosts, "
+					  "--sync_replicas, --replicas_to_aggregate or --learning_rate)"
 					: now > end ? " (gave up after --timeout)" : "");
 			return rc;
 		}
@@ -793,6 +793,23 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		 * reconnected to (and initialized again by the chief) as in training */
 		if ((rc = wait_ready(&w, p, j->timeout_s, 1)) && (!recoverable(rc) || (rc = recover(&w, p, rc))))
 			goto out_conn;
+	}
+	/* A ps that took gradients from a worker with my index before this
+	 * process started: this worker rejoins the job that ps holds (a
+	 * restarted task does; the chief does not initialize it again).  Said,
+	 * because a new job started on the ports of an earlier one whose ps
+	 * still waits for its workers would otherwise go on with that job's
+	 * parameters and global step without a word (its own ps could not bind
+	 * the port). */
+	for (int p = 0; p < w.P; p++) {
+		if (w.s[p].seq == 0)
+			continue;
+		fprintf(stderr, "Worker %d: ps %d at %s already took %llu gradient(s) from a worker %d before this "
+			"one: rejoining the job it holds%s. If this is a new job, a ps of an earlier job still "
+			"serves that address: stop it, or give this job other ports or its own --auth_token_file\n",
+			w.me, p, j->ps_hosts[p], (unsigned long long)w.s[p].seq, w.me,
+			w.me == 0 ? " (its parameters are not initialized again)" : "");
+		break;
 	}
 	printf("Worker %d: Session initialization complete.\n", w.me);
 	double t_begin = rdmaps_now();

@@ -428,7 +428,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hostile_peer: layout: %s\n", rdmaps_strerror(rc));
 		return 1;
 	}
-	uint64_t hash = L.job_hash;
+	uint64_t hash = rdmaps_hello_hash(&L, 0); /* its one ps */
 	rdmaps_layout_free(&L);
 	if (obs_start(&o, (uint32_t)atoi(argv[5]), hash))
 		return 1;

@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 			{ G_W_MAILBOX, r[k].mbox, 64, RT_RIGHT_WRITE },
 			{ 1, r[k].buf, buf_len, RT_RIGHT_NONE },
 		};
-		struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = r[k].index, .layout_hash = L.job_hash };
+		struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = r[k].index, .layout_hash = rdmaps_hello_hash(&L, 0) };
 		double end = rdmaps_now() + 60;
 		for (;;) {
 			rc = rt_connect(ctx, host, port, &hello, g, 2, 5000, &r[k].c);

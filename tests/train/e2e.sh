@@ -423,6 +423,31 @@ cli)
 	grep -q "cannot connect to ps 0 at 127.0.0.1:$pport: the peer runs another job configuration" "$out" \
 		|| fail "a worker with other flags than its ps was not told why"
 	echo "  a worker with other flags than its ps (--hidden_units, --learning_rate): refused with the reason, exit 1 at once"
+	# a worker whose --ps_hosts lists the two ps in the other order reaches
+	# ps 1 as its "ps 0": refused with the reason (it used to train on the
+	# other shard's bytes and exit 0 with another result than its peers)
+	for try in 1 2 3; do
+		p0=$((10000 + ($$ * 7 + try * 131 + 17) % 6000)); p1=$((p0 + 1))
+		rm -f "$pslog"
+		"$bin" --job_name=ps --task_index=1 --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --worker_hosts=127.0.0.1:1 \
+			--transport=tcp --timeout=30 >"$pslog" 2>&1 &
+		pp=$!
+		k=0
+		while ! grep -qs "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
+		grep -q "listening on" "$pslog" && break
+		wait $pp
+	done
+	timeout 20 "$bin" --job_name=worker --task_index=0 --ps_hosts=127.0.0.1:$p1,127.0.0.1:$p0 --worker_hosts=127.0.0.1:1 \
+		--transport=tcp --data_dir="$data" --timeout=60 >"$out" 2>&1
+	rc=$?
+	kill $pp 2>/dev/null; wait $pp
+	grep -q "ps 1: refused worker 0: its --ps_hosts names this ps (127.0.0.1:$p1) as ps 0" "$pslog" \
+		|| { cat "$pslog"; rm -f "$pslog"; fail "ps 1 did not say that the worker's --ps_hosts are in another order"; }
+	rm -f "$pslog"
+	[ $rc -eq 1 ] || fail "a worker with the --ps_hosts in another order exited $rc, expected 1"
+	grep -q "cannot connect to ps 0 at 127.0.0.1:$p1: the peer runs another job configuration (.*the order of --ps_hosts" "$out" \
+		|| fail "a worker with the --ps_hosts in another order was not told why"
+	echo "  a worker with the --ps_hosts in another order: refused with the reason, exit 1 at once"
 	# launch's own flags with their value in the next word: not handed to
 	# the tasks (each used to fail on a stray "1")
 	timeout 120 "$bin" launch --ps 1 --workers 1 --transport=tcp --data_dir="$data" --train_steps=2 \

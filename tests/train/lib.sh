@@ -142,10 +142,14 @@ rejoin_killed() {
 	tail -n +"$from_w0_" "$dir/w0.log" | grep -m1 "barrier timeout" | sed 's/^/  /'
 }
 # check_rejoined STEPS NAME: after the job ended (all exit 0), with NAME the
-# restarted worker 1: the ps saw it rejoin, the job reached STEPS, both
+# restarted worker 1: the ps saw it rejoin and the worker said so, the job reached STEPS, both
 # workers printed their validation cross entropy.
 check_rejoined() {
 	grep -q "ps 0: worker 1 rejoined" "$dir/ps0.log" || fail "the ps did not report worker 1 rejoining"
+	# ... and the worker says so too (a new job on the ports of an earlier
+	# one whose ps still waits would otherwise go on with its step silently)
+	grep -q "^Worker 1: ps 0 at .* already took [0-9]* gradient(s) from a worker 1 before this one: rejoining the job it holds" \
+		"$dir/$2.log" || fail "the restarted worker 1 did not say that it rejoins a job in progress"
 	grep -q "global step $1, " "$dir/ps0.log" || fail "final global step is not $1"
 	for l_ in w0 "$2"; do grep -q "validation cross entropy" "$dir/$l_.log" || fail "$l_ did not finish"; done
 	first_=$(sed -n 's/.*(global step: \([0-9]*\)).*/\1/p' "$dir/$2.log" | head -1)
