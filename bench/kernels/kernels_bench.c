@@ -14,6 +14,8 @@
  * --rounds=R repeats (ours, torch) back to back R times per configuration and
  * reports the median of the per-round medians (min/max are over all blocks),
  * plus the min and median over rounds of the per-round ours/torch ratios.
+ * Every median of an even count (blocks, rounds, or the rounds where torch
+ * ran) is the mean of the two middle values.
  * The OpenBLAS core (kernel set) in use is printed and recorded in the JSON:
  * torch_ref.py inherits the environment, so OPENBLAS_CORETYPE applies to
  * both sides (PyTorch here calls the same system OpenBLAS).
@@ -79,6 +81,14 @@ static int cmpd(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* median of sorted v[0..n-1], n >= 1: the middle value, or for an even n
+ * the mean of the two middle values (v[n / 2] alone would be the upper one:
+ * the max of two, e.g. when torch failed in one of 3 rounds) */
+static double median_sorted(const double *v, int n)
+{
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct opts {
@@ -147,7 +157,7 @@ static int run_ours(const struct opts *o, enum rdm_model_kind kind, int threads,
 		crates[b] = spb / (cpu_now() - c);
 	}
 	qsort(crates, (size_t)o->blocks, sizeof(double), cmpd);
-	r->cpu_median = crates[o->blocks / 2];
+	r->cpu_median = median_sorted(crates, o->blocks);
 	qsort(rates, (size_t)o->blocks, sizeof(double), cmpd);
 	r->model = kind == RDM_MODEL_MLP ? "mlp" : "lstm";
 	r->threads = threads;
@@ -158,7 +168,7 @@ static int run_ours(const struct opts *o, enum rdm_model_kind kind, int threads,
 	r->warmup_steps = wsteps;
 	r->min = rates[0];
 	r->max = rates[o->blocks - 1];
-	r->median = (o->blocks % 2) ? rates[o->blocks / 2] : 0.5 * (rates[o->blocks / 2 - 1] + rates[o->blocks / 2]);
+	r->median = median_sorted(rates, o->blocks);
 	r->torch_median = -1;
 	if (!isfinite(sink))
 		fprintf(stderr, "kernels_bench: warning: non-finite loss in %s\n", r->model);
@@ -300,26 +310,26 @@ int main(int argc, char **argv)
 				}
 			}
 			qsort(om, (size_t)o.rounds, sizeof(double), cmpd);
-			r->median = om[o.rounds / 2];
+			r->median = median_sorted(om, o.rounds);
 			qsort(oc, (size_t)o.rounds, sizeof(double), cmpd);
-			r->cpu_median = oc[o.rounds / 2];
+			r->cpu_median = median_sorted(oc, o.rounds);
 			r->rounds = o.rounds;
 			if (ntm) {
 				qsort(tm, (size_t)ntm, sizeof(double), cmpd);
-				r->torch_median = tm[ntm / 2];
+				r->torch_median = median_sorted(tm, ntm);
 				qsort(tc, (size_t)ntm, sizeof(double), cmpd);
-				r->torch_cpu = tc[ntm / 2];
+				r->torch_cpu = median_sorted(tc, ntm);
 				qsort(rr, (size_t)ntm, sizeof(double), cmpd);
 				qsort(cr, (size_t)ntm, sizeof(double), cmpd);
 				r->nratio = ntm;
 				qsort(omp, (size_t)ntm, sizeof(double), cmpd);
 				qsort(ocp, (size_t)ntm, sizeof(double), cmpd);
-				r->median_p = omp[ntm / 2];
-				r->cpu_median_p = ocp[ntm / 2];
+				r->median_p = median_sorted(omp, ntm);
+				r->cpu_median_p = median_sorted(ocp, ntm);
 				r->ratio_min = rr[0];
-				r->ratio_med = rr[ntm / 2];
+				r->ratio_med = median_sorted(rr, ntm);
 				r->cpu_ratio_min = cr[0];
-				r->cpu_ratio_med = cr[ntm / 2];
+				r->cpu_ratio_med = median_sorted(cr, ntm);
 			}
 			nr++;
 			fprintf(stderr, "kernels_bench: %s threads=%d done\n", r->model, t);

@@ -100,7 +100,7 @@ def main():
     crates.sort()
     n = len(rates)
     med = rates[n // 2] if n % 2 else 0.5 * (rates[n // 2 - 1] + rates[n // 2])
-    cmed = crates[n // 2]
+    cmed = crates[n // 2] if n % 2 else 0.5 * (crates[n // 2 - 1] + crates[n // 2])
     print(f"RESULT model={a.model} threads={a.threads} steps_per_s={med:.3f} cpu_steps_per_s={cmed:.3f}")
     print(json.dumps({"impl": "torch", "torch": torch.__version__, "model": a.model,
                       "threads": a.threads, "blas_threads": a.blas_threads or a.threads, "batch": batch, "nparams": nparams,
