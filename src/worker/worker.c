@@ -533,16 +533,24 @@ static int recover(struct worker *w, int p, int rc)
 }
 
 /* Waited --barrier_timeout for a release of ps p: READ its header and name
- * the workers its aggregation lacks. */
-static void barrier_report(struct worker *w, int p, double waited)
+ * the workers its aggregation lacks.  The READ's completion comes after those
+ * of the pushes not reaped yet (an ordered transport): all are waited for
+ * (wait_comp counts; counting only the READ's took a push's completion, and
+ * the next reap then waited for one that never came: a ps paused for more
+ * than --barrier_timeout failed the job), and no longer than the token
+ * wait's own deadline (a hung ps: it waited a whole --timeout more).
+ * Returns 0, RDMAPS_E_TIMEOUT at the deadline, or the connection's error. */
+static int barrier_report(struct worker *w, int p, double start, double end)
 {
 	struct wshard *sh = &w->s[p];
 	const struct rdmaps_params_hdr *h = (const struct rdmaps_params_hdr *)sh->scratch;
+	long left_ms = (long)((end - rdmaps_now()) * 1000);
 	int rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, 0, 64, 9, RT_F_SIGNALED);
-	if (rc || wait_comp(sh, 1, w->tmo_ms, "header read", p))
-		return;
+	if (rc || (rc = wait_comp(sh, sh->unreaped + 1, left_ms > 0 ? left_ms : 0, "header read", p)))
+		return rc;
+	sh->unreaped = 0;
 	fprintf(stderr, "Worker %d: barrier timeout: waited %.0f s for ps %d to release global step %llu; missing:",
-		w->me, waited, p, (unsigned long long)(sh->held == UINT64_MAX ? 0 : sh->held));
+		w->me, rdmaps_now() - start, p, (unsigned long long)(sh->held == UINT64_MAX ? 0 : sh->held));
 	int any = 0;
 	for (int i = 0; i < w->j->nworkers && i < RDMAPS_MISSING_MAX; i++)
 		if (h->missing[i / 64] >> (i % 64) & 1) {
@@ -550,6 +558,7 @@ static void barrier_report(struct worker *w, int p, double waited)
 			any = 1;
 		}
 	fprintf(stderr, "%s\n", any ? "" : " (not named by the ps yet)");
+	return 0;
 }
 
 /* Wait for my token on shard p (all my pushes there consumed).  Bounded by
@@ -591,9 +600,13 @@ static int wait_token(struct worker *w, int p)
 			if (c[k].status)
 				return c[k].status;
 		sh->unreaped = sh->unreaped > got ? sh->unreaped - got : 0;
-		if (j->sync && now >= next_msg) {
-			next_msg = now + j->barrier_timeout_s;
-			barrier_report(w, p, now - start);
+		if (j->sync && now >= next_msg && now <= end) {
+			int rc = barrier_report(w, p, start, end);
+			if (rc && rc != RDMAPS_E_TIMEOUT)
+				return rc; /* a broken connection: the caller recovers */
+			/* its READ outstanding at the deadline: this wait ends */
+			now = rc ? end + 1 : rdmaps_now();
+			next_msg = now + j->barrier_timeout_s; /* (the READ may have waited) */
 		}
 		if (now > end) {
 			fprintf(stderr, "Worker %d: no release from ps %d within %d s (--timeout)\n", w->me, p,

@@ -33,6 +33,13 @@
 #   ckpt_restore   --logdir through `rdmaps launch`: clean start said, restore,
 #                  a corrupt newest file named and the previous one used, a
 #                  mismatched model named and a clean start, a bad logdir an error
+#   ps_pause       sync, R=W=2, --barrier_timeout=1: the ps stopped (SIGSTOP)
+#                  for 3 s, then continued: the workers name the barrier
+#                  timeout and the job completes (it failed: the header READ
+#                  of the worker's report took a push's completion); then a
+#                  job whose ps stays stopped: each worker exits 1 within
+#                  --timeout + --recovery_timeout (4 + 1 s) and a margin, not
+#                  --barrier_timeout + 2 x --timeout as before
 # Exit 0 pass, 1 fail, 77 skipped (no data).
 set -u
 bin=$1; data=$2; case=$3
@@ -102,6 +109,46 @@ run() {
 skew_re="the ps shards are at different global steps"
 
 case $case in
+ps_pause)
+	steps=600
+	# >= 3 s of training (5 ms per step on worker 0): the pause comes before the end
+	f=(--train_steps="$steps" --barrier_timeout=1 --straggler_task=0 --straggler_delay_ms=5)
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	wait_step "$dir/w0.log" 100 120 || fail "worker 0 did not reach global step 100"
+	kill -STOP "${pid[ps0]}"
+	sleep 3
+	kill -CONT "${pid[ps0]}"
+	wait_ok 180 w0 w1 ps0
+	grep -q "barrier timeout: waited" "$dir/w0.log" || fail "worker 0 did not name the barrier timeout of the pause"
+	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
+	grep -h "barrier timeout\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	# the ps stays stopped: every worker gives up within --timeout
+	for t_ in ps0 w0 w1; do rm -f "$dir/$t_.log"; done
+	# (worker 0 computes 5 ms per step, so that worker 1 mostly waits for
+	# its release when the ps stops; worker 0, in its push or pull, gives
+	# up after --timeout and then --recovery_timeout)
+	f=(--train_steps=100000 --barrier_timeout=1 --timeout=4 --recovery_timeout=1 --straggler_task=0
+		--straggler_delay_ms=5)
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	wait_step "$dir/w0.log" 100 120 || fail "worker 0 did not reach global step 100 (second job)"
+	kill -STOP "${pid[ps0]}"
+	t0_=$(now)
+	for t_ in w0 w1; do
+		wait_exit "$t_" 30
+		[ "$st" -eq 1 ] || fail "$t_ exited $st with its ps stopped, expected 1"
+	done
+	took_=$(($(now) - t0_))
+	kill -9 "${pid[ps0]}"; kill -CONT "${pid[ps0]}" 2>/dev/null; wait "${pid[ps0]}" 2>/dev/null; unset "pid[ps0]"
+	for t_ in 0 1; do
+		grep -q "Worker $t_: no release from ps 0 within 4 s (--timeout)\|Worker $t_: ps 0 did not come back within 1 s" \
+			"$dir/w$t_.log" || fail "worker $t_ did not say it gave up after --timeout"
+	done
+	grep -h "no release from\|did not come back" "$dir"/w*.log | sed 's/^/  /'
+	[ "$took_" -le 8 ] || fail "the workers took $took_ s to give up on a stopped ps (--timeout=4, --recovery_timeout=1)"
+	echo "  a ps stopped for good: both workers exit 1 after ${took_} s (--timeout=4, --recovery_timeout=1)"
+	;;
 worker_backup)
 	steps=400
 	f=(--replicas_to_aggregate=2 --train_steps="$steps")
