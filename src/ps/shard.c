@@ -33,8 +33,11 @@
 #define LIVE_CHECK_S 3.0     /* a liveness WRITE unanswered this long (s) means dead (conn_alive, probe_conns) */
 #define LIVE_WRID 0x4c495645ull /* wr_id of that check's WRITE ("LIVE") */
 
-static volatile sig_atomic_t ps_stop;
-static void on_term(int sig) { (void)sig; ps_stop = 1; }
+/* SIGTERM, SIGINT, SIGHUP: stop serving, save (--logdir), say so, exit 0.
+ * SIGHUP too: a closed terminal or a dropped ssh session sends it to every
+ * task of the session, and its default action lost the final checkpoint. */
+static volatile sig_atomic_t ps_stop; /* the signal, 0: none */
+static void on_term(int sig) { ps_stop = sig; }
 
 struct shard {
 	const struct rdmaps_job *j;
@@ -703,6 +706,10 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	rdmaps_log_set_tag("ps");
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
+	signal(SIGHUP, on_term);
+	/* an output pipe whose reader died (`rdmaps launch ... | head`) is no
+	 * reason to die before the last checkpoint: writes fail, EPIPE */
+	signal(SIGPIPE, SIG_IGN);
 	if (rdmaps_split_hostport(j->ps_hosts[j->task_index], host, sizeof(host), &port)) {
 		fprintf(stderr, "ps: bad host '%s'\n", j->ps_hosts[j->task_index]);
 		return 2;
@@ -799,6 +806,11 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	int gave_up = serve(&s);
 	if (!gave_up && !ps_stop)
 		linger(&s);
+	if (ps_stop) {
+		printf("ps %d: stopped by %s%s\n", j->task_index, strsignal(ps_stop),
+		       j->logdir[0] ? ": saving a last checkpoint" : "");
+		fflush(stdout);
+	}
 	if (j->logdir[0])
 		save_ckpt(&s);
 	for (int i = 0; i < s.W; i++)

@@ -500,6 +500,28 @@ cli)
 	[ "$n" -ge $((pushed - 2)) ] || fail "the --metrics files hold $n steps, the ps took $pushed gradients: records lost on SIGTERM"
 	rm -rf "$mdir"
 	echo "  its workers' --metrics after SIGTERM: $n whole records for the ps's $pushed gradients"
+	# SIGHUP to the whole session (a terminal closed, an ssh session
+	# dropped): every task gets it; the ps saves its last checkpoint (its
+	# default action killed it without one)
+	rm -f "$out"
+	mdir=$(mktemp -d "${TMPDIR:-/tmp}/rdmaps-e2e-logdir-XXXXXX")
+	setsid "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
+		--train_steps=100000000 --log_every=100000 --logdir="$mdir" --save_model_secs=100000 >"$out" 2>&1 &
+	lp=$!
+	k=0
+	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	sleep 0.5
+	# (dash's kill takes no process group: procps' does)
+	env kill -HUP -- "-$lp" || fail "could not send SIGHUP to the launcher's session"
+	k=0
+	while kill -0 $lp 2>/dev/null && [ $k -lt 300 ]; do sleep 0.1; k=$((k + 1)); done
+	kill -0 $lp 2>/dev/null && { env kill -KILL -- "-$lp"; fail "launch still ran 30 s after SIGHUP to its session"; }
+	wait $lp
+	ls "$mdir"/shard-0-step-*.ckpt >/dev/null 2>&1 || fail "no checkpoint in --logdir after SIGHUP to the session"
+	grep -q "ps 0: stopped by \(Hangup\|Terminated\): saving a last checkpoint" "$out" \
+		|| fail "the ps did not say that a signal stopped it"
+	echo "  SIGHUP to the session: $(grep -o 'ps 0: stopped by [A-Za-z]*' "$out"), $(ls "$mdir" | head -1) saved"
+	rm -rf "$mdir"
 	;;
 *) echo "usage: e2e.sh BIN TRANSPORT DATA_DIR sync|async|backup|cli"; exit 2 ;;
 esac
