@@ -236,7 +236,8 @@ def first_nonfinite(per):
     finite, or None"""
     for k, rows in enumerate(per):
         for r in rows:
-            if "loss" in r and not math.isfinite(r["loss"]):
+            # (the worker writes a non-finite loss as null; older files: nan)
+            if "loss" in r and (r["loss"] is None or not math.isfinite(r["loss"])):
                 return {"worker": k, "local_step": r["local_step"], "loss": repr(r["loss"])}
     return None
 

@@ -10,6 +10,7 @@
  * Same loop for sync and async; the ps policy differs. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -705,7 +706,10 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		fprintf(stderr, "Worker %d: model set-up failed: %s\n", w.me, rdmaps_strerror(rc));
 		goto out_data;
 	}
-	if (j->metrics[0] && !(mf = fopen(j->metrics, "w"))) {
+	/* "a": nothing is cut before this worker knows whether it rejoins a
+	 * job (then its records go on after its predecessor's) or starts one
+	 * (then the file is emptied, below) */
+	if (j->metrics[0] && !(mf = fopen(j->metrics, "a"))) {
 		perror(j->metrics);
 		goto out_layout;
 	}
@@ -796,6 +800,36 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	fflush(stdout);
 	if ((rc = connect_all(&w)))
 		goto out_conn; /* the shards connected before the failing one */
+	/* A ps that took gradients from a worker with my index before this
+	 * process started (the push count learnt on connecting, before the
+	 * chief's INIT below counts as one): this worker rejoins the job that
+	 * ps holds (a restarted task does; the chief does not initialize it
+	 * again).  Said, because a new job started on the ports of an earlier
+	 * one whose ps still waits for its workers would otherwise go on with
+	 * that job's parameters and global step without a word (its own ps
+	 * could not bind the port). */
+	int rejoins = 0;
+	for (int p = 0; p < w.P && !rejoins; p++)
+		rejoins = w.s[p].seq != 0 ? p + 1 : 0;
+	/* --metrics: a new job's file starts empty (as "w" did); a rejoining
+	 * worker appends, so a restart keeps the records of the steps before it
+	 * (a regular file only: /dev/stdout, a FIFO are written as they are) */
+	struct stat mst;
+	if (mf && !rejoins && fstat(fileno(mf), &mst) == 0 && S_ISREG(mst.st_mode) && ftruncate(fileno(mf), 0)) {
+		fprintf(stderr, "Worker %d: cannot empty --metrics=%s: %s\n", w.me, j->metrics, strerror(errno));
+		goto out_conn;
+	}
+	if (rejoins) {
+		int p = rejoins - 1; /* the first such ps */
+		fprintf(stderr, "Worker %d: ps %d at %s already took %llu gradient(s) from a worker %d before this "
+			"one: rejoining the job it holds%s. If this is a new job, a ps of an earlier job still "
+			"serves that address: stop it, or give this job other ports or its own --auth_token_file\n",
+			w.me, p, j->ps_hosts[p], (unsigned long long)w.s[p].seq, w.me,
+			w.me == 0 ? " (its parameters are not initialized again)" : "");
+		if (mf)
+			fprintf(stderr, "Worker %d: appending to --metrics=%s (its local steps start again at 1)\n",
+				w.me, j->metrics);
+	}
 	/* The chief initializes (seeded) every shard that is not ready yet by
 	 * writing the initial values into its own slot (kind INIT).  A shard
 	 * restored from a checkpoint is ready: it is not initialized again. */
@@ -806,23 +840,6 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 		 * reconnected to (and initialized again by the chief) as in training */
 		if ((rc = wait_ready(&w, p, j->timeout_s, 1)) && (!recoverable(rc) || (rc = recover(&w, p, rc))))
 			goto out_conn;
-	}
-	/* A ps that took gradients from a worker with my index before this
-	 * process started: this worker rejoins the job that ps holds (a
-	 * restarted task does; the chief does not initialize it again).  Said,
-	 * because a new job started on the ports of an earlier one whose ps
-	 * still waits for its workers would otherwise go on with that job's
-	 * parameters and global step without a word (its own ps could not bind
-	 * the port). */
-	for (int p = 0; p < w.P; p++) {
-		if (w.s[p].seq == 0)
-			continue;
-		fprintf(stderr, "Worker %d: ps %d at %s already took %llu gradient(s) from a worker %d before this "
-			"one: rejoining the job it holds%s. If this is a new job, a ps of an earlier job still "
-			"serves that address: stop it, or give this job other ports or its own --auth_token_file\n",
-			w.me, p, j->ps_hosts[p], (unsigned long long)w.s[p].seq, w.me,
-			w.me == 0 ? " (its parameters are not initialized again)" : "");
-		break;
 	}
 	printf("Worker %d: Session initialization complete.\n", w.me);
 	double t_begin = rdmaps_now();
@@ -896,12 +913,17 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 			       (unsigned long long)gstep);
 			fflush(stdout);
 		}
-		if (mf)
+		if (mf) {
+			/* JSON has no nan / inf: a diverged step's loss is null */
+			char ls[32] = "null";
+			if (isfinite(loss))
+				snprintf(ls, sizeof(ls), "%.6g", loss);
 			fprintf(mf,
-				"{\"task\":%d,\"local_step\":%ld,\"global_step\":%llu,\"loss\":%.6g,\"wait_us\":%.1f,"
+				"{\"task\":%d,\"local_step\":%ld,\"global_step\":%llu,\"loss\":%s,\"wait_us\":%.1f,"
 				"\"pull_us\":%.1f,\"compute_us\":%.1f,\"push_us\":%.1f,\"t\":%.6f}\n",
-				w.me, local_step, (unsigned long long)gstep, loss, (t1 - t0) * 1e6, (t2 - t1) * 1e6,
+				w.me, local_step, (unsigned long long)gstep, ls, (t1 - t0) * 1e6, (t2 - t1) * 1e6,
 				(t3 - t2) * 1e6, (t4 - t3) * 1e6, t4);
+		}
 		if (mf && !mf_errno && ferror(mf))
 			mf_errno = errno ? errno : EIO; /* said at the end */
 		if (snap && local_step % j->snapshot_every == 0) {

@@ -28,6 +28,7 @@ fi
 # worker may report a lost end-of-training answer (before the ps waited for
 # its workers to hang up, 2 of 40 local sync runs printed "could not confirm")
 check_ce() {
+	! grep -q "already took .* rejoining the job it holds" "$out" || fail "a worker of a new job said it rejoins one"
 	! grep -q "could not confirm the end of training" "$out" || fail "a worker could not confirm the end of training"
 	! grep -q "did not hang up" "$out" || fail "the ps waited for a finished worker to hang up"
 	n=$(grep -c "validation cross entropy = " "$out")

@@ -168,13 +168,22 @@ worker_rejoin)
 	# >= 0.9 s of training (3 ms per step on worker 0): the kill comes before the end
 	f=(--train_steps="$steps" --barrier_timeout=2 --straggler_task=0 --straggler_delay_ms=5)
 	start ps0 ps 0 2 ps0 "${f[@]}"
-	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	start w0 worker 0 2 w0 "${f[@]}"
+	start w1 worker 1 2 w1 "${f[@]}" --metrics="$dir/m1.jsonl"
 	wait_step "$dir/w1.log" 50 120 || fail "worker 1 did not reach global step 50"
 	kill9 w1
+	before_=$(wc -l <"$dir/m1.jsonl")
 	rejoin_killed $steps     # lib.sh: the barrier-timeout messages name worker 1
-	start w1b worker 1 2 w1b "${f[@]}"
+	start w1b worker 1 2 w1b "${f[@]}" --metrics="$dir/m1.jsonl"
 	wait_ok 180 w1b w0 ps0
 	check_rejoined $steps w1b
+	# the restarted worker appended its records to its predecessor's (a
+	# new job's worker empties the file; "w" lost the first run's steps)
+	starts_=$(grep -c '"local_step":1,' "$dir/m1.jsonl")
+	after_=$(wc -l <"$dir/m1.jsonl")
+	[ "$starts_" -eq 2 ] && [ "$after_" -gt "$before_" ] \
+		|| fail "--metrics of the restarted worker 1: $starts_ runs, $after_ lines (the killed one wrote $before_)"
+	echo "  --metrics of worker 1: the killed run's $before_ records, then the restart's: $after_ lines"
 	;;
 duplicate)
 	# the duplicate must find the job running: worker 0 sleeps 5 ms per step
