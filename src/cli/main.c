@@ -385,6 +385,18 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 	if (launch_mode || *download_only)
 		return 0;
 
+	/* --job_name with neither host list, beside a cluster in the
+	 * environment: the host lists would be mnist_replica's defaults
+	 * (localhost:2222, ...) while TF_CONFIG or Slurm names others; which
+	 * one is meant is a guess (it used to be the defaults, silently) */
+	const char *env_cluster = getenv("TF_CONFIG") && *getenv("TF_CONFIG") ? "TF_CONFIG"
+				  : getenv("SLURM_PROCID") && slurm_ps > 0 ? "Slurm" : NULL;
+	if (j->job_name[0] && !j->ps_hosts && !j->worker_hosts && env_cluster) {
+		fprintf(stderr, "rdmaps: --job_name conflicts with the cluster from %s; give the whole cluster "
+			"(--job_name, --task_index, --ps_hosts, --worker_hosts) on the command line, or none of it\n",
+			env_cluster);
+		return 2;
+	}
 	/* Cluster resolvers, as TensorFlow's: TF_CONFIG, then Slurm. */
 	if (!j->job_name[0] && !j->ps_hosts) {
 		struct rdmaps_cluster c;

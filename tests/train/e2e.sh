@@ -318,6 +318,12 @@ cli)
 		"$bin" --task_index=0 >"$out" 2>&1
 	[ $? -eq 2 ] && grep -q "task_index conflicts with the cluster from TF_CONFIG" "$out" \
 		|| fail "--task_index under TF_CONFIG must exit 2 naming the conflict"
+	# --job_name and --task_index without host lists: mnist_replica's
+	# default hosts, not TF_CONFIG's, were used without a word
+	TF_CONFIG='{"cluster":{"ps":["a:1"],"worker":["b:2","c:3"]},"task":{"type":"worker","index":1}}' \
+		"$bin" --job_name=worker --task_index=1 >"$out" 2>&1
+	[ $? -eq 2 ] && grep -q "job_name conflicts with the cluster from TF_CONFIG" "$out" \
+		|| fail "--job_name without host lists under TF_CONFIG must exit 2 naming the conflict"
 	# rdmaps train: a batch larger than the training set; --model in
 	# getopt's other spellings (it used to be missed: an mlp trained)
 	expect2 train --data_dir="$data" --batch_size=60000 --epochs=1
