@@ -8,6 +8,8 @@
 #define RDMAPS_RT_INTERNAL_H
 
 #include <sched.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "rt.h"
 
@@ -140,6 +142,17 @@ int rt_remaining_ms(uint64_t deadline);
  * SoftRoCE in an emulated (TCG) VM with several tasks on 2 vCPUs: more room,
  * still far below --timeout.  Not measured there. */
 #define RT_HANDSHAKE_VERBS_MS 10000
+/* A resolver failure is said the first time it happens for a host, not at
+ * every connect retry (a worker retries for --timeout; the caller reports
+ * the status itself): 1 if KEY differs from the last one kept in LAST. */
+static inline int rt_first_time(char *last, size_t n, const char *key)
+{
+	if (!strncmp(last, key, n))
+		return 0;
+	snprintf(last, n, "%s", key);
+	return 1;
+}
+
 static inline uint64_t rt_handshake_deadline(const struct rt_ctx *ctx, int cap_ms)
 {
 	int ms = ctx->timeout_ms < cap_ms ? ctx->timeout_ms : cap_ms;

@@ -123,7 +123,11 @@ static int resolve(const char *host, uint16_t port, int passive, struct addrinfo
 	snprintf(serv, sizeof(serv), "%u", port);
 	rc = getaddrinfo(host && *host ? host : NULL, serv, &hints, ai);
 	if (rc) {
-		RDMAPS_ERR("tcp: getaddrinfo(%s) failed: %s", host ? host : "*", gai_strerror(rc));
+		static char last[300];
+		char key[300];
+		snprintf(key, sizeof(key), "%s:%s %d", host ? host : "*", serv, rc);
+		if (rt_first_time(last, sizeof(last), key))
+			RDMAPS_ERR("tcp: getaddrinfo(%s) failed: %s", host ? host : "*", gai_strerror(rc));
 		return RDMAPS_E_UNREACHABLE;
 	}
 	return RDMAPS_OK;

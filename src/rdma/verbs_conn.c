@@ -411,8 +411,12 @@ static int resolve(const char *host, uint16_t port, int passive, struct addrinfo
 	snprintf(ps, sizeof(ps), "%u", port);
 	rc = getaddrinfo(host, ps, &hints, ai);
 	if (rc || !*ai) {
-		RDMAPS_ERR("verbs: getaddrinfo(%s:%u) failed: %s", host ? host : "*", port,
-			   gai_strerror(rc));
+		static char last[300];
+		char key[300];
+		snprintf(key, sizeof(key), "%s:%u %d", host ? host : "*", port, rc);
+		if (rt_first_time(last, sizeof(last), key))
+			RDMAPS_ERR("verbs: getaddrinfo(%s:%u) failed: %s", host ? host : "*", port,
+				   gai_strerror(rc));
 		return RDMAPS_E_UNREACHABLE;
 	}
 	return RDMAPS_OK;
