@@ -205,6 +205,35 @@ static int list_shard(const char *dir, uint32_t shard, struct ent **out, size_t 
 	return RDMAPS_OK;
 }
 
+/* Remove this shard's "shard-<s>-step-<g>.ckpt.tmp" files: what a save
+ * interrupted by SIGKILL or a crash left (one ps serves a shard, and its own
+ * save has just renamed its file, so none is being written).  Only a
+ * save of that same step overwrote one; the others stayed for good. */
+static void prune_tmp(const char *dir, uint32_t shard)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		uint32_t s;
+		uint64_t g;
+		char name[64];
+		size_t l = strlen(de->d_name);
+		if (l < 5 || l >= sizeof(name) || strcmp(de->d_name + l - 4, ".tmp"))
+			continue;
+		memcpy(name, de->d_name, l - 4);
+		name[l - 4] = '\0';
+		if (!parse_name(name, &s, &g) || s != shard)
+			continue;
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (unlink(path) == 0)
+			RDMAPS_WARN("checkpoint: removed %s, left by an interrupted save", path);
+	}
+	closedir(d);
+}
+
 static int fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -311,6 +340,7 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 	} else {
 		RDMAPS_WARN("checkpoint: prune: cannot list %s", dir);
 	}
+	prune_tmp(dir, meta->shard);
 	return RDMAPS_OK;
 }
 

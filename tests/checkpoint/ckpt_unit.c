@@ -265,10 +265,24 @@ static void t_tmp_ignored(void **state)
 	assert_int_equal(rename(ckpt_path(30), tmp), 0);   /* a complete but unrenamed tmp */
 	float p[NF];
 	expect_restored(10, p);
-	/* the tmp is not counted or pruned by keep */
+	/* the tmp is not counted by keep, and the next save removes it (what
+	 * a save interrupted by SIGKILL left stayed for good); another shard's
+	 * tmp and other files are left alone */
+	char other[700], mine_odd[700];
+	snprintf(other, sizeof(other), "%s/shard-0-step-30.ckpt.tmp", tdir);
+	snprintf(mine_odd, sizeof(mine_odd), "%s/notes.tmp", tdir);
+	FILE *f = fopen(other, "w");
+	assert_non_null(f);
+	fclose(f);
+	f = fopen(mine_odd, "w");
+	assert_non_null(f);
+	fclose(f);
 	save_step(40, 1);
-	assert_int_equal(access(tmp, F_OK), 0);
-	assert_int_equal(count_files(), 2);
+	assert_int_equal(access(tmp, F_OK), -1);
+	assert_int_equal(access(other, F_OK), 0);
+	assert_int_equal(access(mine_odd, F_OK), 0);
+	assert_int_equal(count_files(), 3);
+	expect_restored(40, p);
 }
 
 static void t_unwritable(void **state)
