@@ -29,9 +29,6 @@ struct task {
 	int status, exited, is_worker;
 };
 
-/* SIGINT, SIGTERM or SIGHUP to the launcher: stop every task, then exit
- * 128 + the signal.  (Without this the tasks outlived a launcher killed by
- * a job scheduler's SIGTERM until they next wrote a line.) */
 /* argv[a] is flag NAME in any spelling parse_flags takes (-NAME, --NAME,
  * with =VALUE or not): 1 = with its value in this word, 2 = the value is
  * the next word, 0 = another word. */
@@ -47,8 +44,16 @@ static int flag_word(const char *arg, const char *name)
 	return arg[n] == '=' ? 1 : arg[n] == 0 ? 2 : 0;
 }
 
-static volatile sig_atomic_t got_sig;
-static void on_sig(int sig) { got_sig = sig; }
+/* SIGINT, SIGTERM or SIGHUP to the launcher: stop every task, then exit
+ * 128 + the signal.  (Without this the tasks outlived a launcher killed by
+ * a job scheduler's SIGTERM until they next wrote a line.) */
+static volatile sig_atomic_t got_sig, nsig; /* the last signal; how many came */
+static void on_sig(int sig) { got_sig = sig; nsig++; }
+
+/* How long stopped tasks get after SIGTERM before SIGKILL: a ps saves its
+ * last checkpoint then (--logdir), which for a large shard takes seconds;
+ * a second SIGINT / SIGTERM / SIGHUP to the launcher cuts it short. */
+#define LAUNCH_STOP_S 30.0
 
 /* On a terminal the workers' per-step lines fold into one live line. */
 static struct rdmaps_progress prog;
@@ -98,6 +103,24 @@ static void flush_lines(struct task *t, int final)
 	memmove(t->buf, start, rest);
 	t->len = rest;
 	fflush(stdout);
+}
+
+/* Read what task t printed, if anything, without blocking for long; at EOF
+ * its last line goes out and its pipe is closed. */
+static void drain_some(struct task *t, int wait_ms)
+{
+	struct pollfd pf = { .fd = t->fd, .events = POLLIN };
+	if (t->fd < 0 || poll(&pf, 1, wait_ms) <= 0)
+		return;
+	ssize_t r = read(t->fd, t->buf + t->len, sizeof(t->buf) - t->len);
+	if (r > 0) {
+		t->len += (size_t)r;
+		flush_lines(t, 0);
+	} else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+		flush_lines(t, 1);
+		close(t->fd);
+		t->fd = -1;
+	}
 }
 
 static pid_t spawn(struct task *t, char **argv)
@@ -313,15 +336,21 @@ stop:
 	for (int k = 0; k < n; k++)
 		if (!tasks[k].exited && rc)
 			kill(tasks[k].pid, SIGTERM);
-	for (int k = 0; k < n; k++) {
-		struct task *t = &tasks[k];
-		if (!t->exited) {
+	/* Wait for every task, printing what they print meanwhile (a ps says
+	 * it saves its last checkpoint), for up to LAUNCH_STOP_S; then, or at
+	 * a second signal, SIGKILL what is left, each one said. */
+	double stop_start = rdmaps_now();
+	int nsig0 = nsig, said_wait = 0;
+	for (;;) {
+		int left = 0;
+		for (int k = 0; k < n; k++) {
+			struct task *t = &tasks[k];
 			int st;
-			for (int tries = 0; tries < 100 && waitpid(t->pid, &st, WNOHANG) != t->pid; tries++)
-				usleep(50000);
-			if (waitpid(t->pid, &st, WNOHANG) == 0) {
-				kill(t->pid, SIGKILL);
-				waitpid(t->pid, &st, 0);
+			if (t->exited)
+				continue;
+			if (waitpid(t->pid, &st, WNOHANG) != t->pid) {
+				left++;
+				continue;
 			}
 			t->exited = 1;
 			t->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -332,6 +361,42 @@ stop:
 				rc = 1;
 			}
 		}
+		if (!left)
+			break;
+		int again = nsig != nsig0, late = rdmaps_now() - stop_start > LAUNCH_STOP_S;
+		if (again || late) {
+			for (int k = 0; k < n; k++) {
+				struct task *t = &tasks[k];
+				int st;
+				if (t->exited)
+					continue;
+				printf("rdmaps launch: %s %s: killing it (SIGKILL)\n", t->name,
+				       again ? "still runs at a second interrupt" : "did not stop within 30 s of SIGTERM");
+				kill(t->pid, SIGKILL);
+				waitpid(t->pid, &st, 0);
+				t->exited = 1;
+				t->status = 128 + SIGKILL;
+			}
+			if (!rc)
+				rc = 1;
+			break;
+		}
+		if (!said_wait && rc && rdmaps_now() - stop_start > 3) {
+			printf("rdmaps launch: waiting for %d task(s) to stop (up to %.0f s; interrupt again to kill them "
+			       "now)\n", left, LAUNCH_STOP_S);
+			said_wait = 1;
+		}
+		fflush(stdout);
+		int polled = 0;
+		for (int k = 0; k < n; k++)
+			if (tasks[k].fd >= 0) {
+				drain_some(&tasks[k], polled++ ? 0 : 50);
+			}
+		if (!polled)
+			usleep(50000);
+	}
+	for (int k = 0; k < n; k++) {
+		struct task *t = &tasks[k];
 		if (t->fd >= 0) {
 			char b[4096];
 			ssize_t r;

@@ -507,6 +507,32 @@ cli)
 	[ "$n" -ge $((pushed - 2)) ] || fail "the --metrics files hold $n steps, the ps took $pushed gradients: records lost on SIGTERM"
 	rm -rf "$mdir"
 	echo "  its workers' --metrics after SIGTERM: $n whole records for the ps's $pushed gradients"
+	# a task that does not stop (its ps stopped by SIGSTOP): a second
+	# interrupt kills it at once, and the launcher says so (it waited 5 s
+	# per task and killed it without a word, whatever the user pressed)
+	rm -f "$out"
+	"$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
+		--train_steps=100000000 --log_every=100000 >"$out" 2>&1 &
+	lp=$!
+	k=0
+	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	hosts=$(sed -n 's/^rdmaps launch: 1 ps (\([^)]*\)).*/\1/p' "$out")
+	psp=$(pgrep -f "job_name=ps.*ps_hosts=$hosts" | head -1)
+	[ -n "$psp" ] || fail "no ps process of the launch found (ps at $hosts)"
+	kill -STOP "$psp"
+	kill -INT $lp
+	sleep 1
+	kill -INT $lp
+	k=0
+	while kill -0 $lp 2>/dev/null && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
+	kill -0 $lp 2>/dev/null && { kill -9 "$psp" $lp; fail "launch still ran 10 s after a second interrupt"; }
+	wait $lp; rc=$?
+	kill -CONT "$psp" 2>/dev/null
+	[ $rc -eq 130 ] || fail "launch stopped by two SIGINTs exited $rc, expected 130"
+	grep -q "^rdmaps launch: ps0 still runs at a second interrupt: killing it (SIGKILL)" "$out" \
+		|| fail "launch did not say it killed the stopped ps at the second interrupt"
+	! kill -0 "$psp" 2>/dev/null || fail "the stopped ps still runs after the second interrupt"
+	echo "  a task that does not stop: killed at the second interrupt, said"
 	# SIGHUP to the whole session (a terminal closed, an ssh session
 	# dropped): every task gets it; the ps saves its last checkpoint (its
 	# default action killed it without one)
