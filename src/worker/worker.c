@@ -356,7 +356,11 @@ static int connect_one(struct worker *w, int p, int secs, int retry_in_use)
 	useconds_t pause_us = 10000; /* doubles up to 1 s between attempts */
 	int rc;
 	for (;;) {
-		rc = rt_connect(w->ctx, host, port, &hello, g, 6, 5000, &sh->c);
+		/* an attempt lasts at most 5 s, and not past the deadline (a ps
+		 * that accepts and then hangs made --recovery_timeout=1 last 5 s) */
+		double left_s = end - rdmaps_now();
+		int att_ms = left_s > 5 ? 5000 : left_s > 0.2 ? (int)(left_s * 1000) : 200;
+		rc = rt_connect(w->ctx, host, port, &hello, g, 6, att_ms, &sh->c);
 		if (!rc)
 			break;
 		double now = rdmaps_now();
