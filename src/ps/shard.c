@@ -824,8 +824,9 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	       j->task_index, rdmaps_now() - t0, (unsigned long long)s.version, (unsigned long long)s.updates,
 	       (unsigned long long)s.accepted, (unsigned long long)s.dropped);
 	if (s.unapplied)
-		printf("; %llu accepted gradient(s) left unapplied: training ended before their aggregation completed",
-		       (unsigned long long)s.unapplied);
+		printf("; %llu accepted gradient(s) left unapplied: %s before their aggregation completed",
+		       (unsigned long long)s.unapplied,
+		       gave_up ? "the ps gave up" : ps_stop ? "the ps was stopped" : "training ended");
 	printf("\n");
 	fflush(stdout);
 	ret = gave_up || s.ckpt_failed ? 1 : 0;
