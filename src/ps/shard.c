@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "cli/cluster.h"
+#include "common/resume.h"
 #include "kernels/optim.h"
 #include "ps/checkpoint.h"
 #include "ps/layout.h"
@@ -608,10 +609,21 @@ static int serve(struct shard *s)
 	s->agg_since = now;
 	s->last_barrier_msg = now;
 	s->last_ckpt = now;
+	unsigned resumed = rdmaps_resumes();
 	while (!ps_stop) {
 		int any = 0;
 		uint32_t ev = wake ? rt_ctx_target_events(s->ctx) : 0; /* before the scan: no lost wake-up */
 		now = rdmaps_now();
+		if (rdmaps_resumes() != resumed) {
+			/* continued after a stop (common/resume.h): the workers
+			 * were stopped too; their silence so far is not theirs */
+			resumed = rdmaps_resumes();
+			last_progress = now;
+			s->agg_since = s->last_barrier_msg = now;
+			for (int i = 0; i < s->W; i++)
+				if (s->probe_sent[i])
+					s->probe_sent[i] = now;
+		}
 		int accepted = 0;
 		if (now - last_accept >= ACCEPT_EVERY) {
 			last_accept = now;
@@ -707,6 +719,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
 	signal(SIGHUP, on_term);
+	rdmaps_resume_watch();
 	/* an output pipe whose reader died (`rdmaps launch ... | head`) is no
 	 * reason to die before the last checkpoint: writes fail, EPIPE */
 	signal(SIGPIPE, SIG_IGN);

@@ -533,6 +533,27 @@ cli)
 		|| fail "launch did not say it killed the stopped ps at the second interrupt"
 	! kill -0 "$psp" 2>/dev/null || fail "the stopped ps still runs after the second interrupt"
 	echo "  a task that does not stop: killed at the second interrupt, said"
+	# the whole job stopped (Ctrl-Z) for longer than --timeout, then
+	# continued (fg): it goes on (every task took the stopped time for
+	# its peers' silence: the ps gave up at once, exit 1)
+	rm -f "$out"
+	setsid "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
+		--train_steps=3000 --straggler_delay_ms=1 --log_every=100000 --timeout=3 >"$out" 2>&1 &
+	lp=$!
+	k=0
+	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	sleep 0.5 # (3000 steps of >= 1 ms: the stop comes mid-run)
+	env kill -STOP -- "-$lp" || fail "could not stop the launcher's session"
+	sleep 5
+	env kill -CONT -- "-$lp"
+	k=0
+	while kill -0 $lp 2>/dev/null && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	kill -0 $lp 2>/dev/null && { env kill -KILL -- "-$lp"; fail "a job stopped and continued did not end within 60 s"; }
+	wait $lp; rc=$?
+	[ $rc -eq 0 ] && grep -q "^rdmaps launch: all workers finished" "$out" \
+		|| fail "a job stopped for 5 s (--timeout=3) and continued exited $rc"
+	grep -q "global step 3000, " "$out" || fail "a job stopped and continued did not reach global step 3000"
+	echo "  the whole job stopped 5 s (--timeout=3), then continued: it completes"
 	# SIGHUP to the whole session (a terminal closed, an ssh session
 	# dropped): every task gets it; the ps saves its last checkpoint (its
 	# default action killed it without one)
