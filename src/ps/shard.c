@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 
 #include "cli/cluster.h"
-#include "common/resume.h"
+#include "common/stall.h"
 #include "kernels/optim.h"
 #include "ps/checkpoint.h"
 #include "ps/layout.h"
@@ -595,6 +595,20 @@ static void linger(struct shard *s)
 }
 
 /* Returns 0 (finished or stopped) or 1 (gave up after --timeout without progress). */
+/* A pass of serve() that took over a second (stopped and continued,
+ * common/stall.h; a long save or accept): the workers' silence meanwhile is
+ * not theirs, so the idle, barrier and liveness clocks start again. */
+static void stall_check(struct shard *s, double *last_pass, double now, double *last_progress)
+{
+	if (!rdmaps_stalled(last_pass, now))
+		return;
+	*last_progress = now;
+	s->agg_since = s->last_barrier_msg = now;
+	for (int i = 0; i < s->W; i++)
+		if (s->probe_sent[i])
+			s->probe_sent[i] = now;
+}
+
 static int serve(struct shard *s)
 {
 	const struct rdmaps_job *j = s->j;
@@ -609,21 +623,12 @@ static int serve(struct shard *s)
 	s->agg_since = now;
 	s->last_barrier_msg = now;
 	s->last_ckpt = now;
-	unsigned resumed = rdmaps_resumes();
+	double last_pass = now;
 	while (!ps_stop) {
 		int any = 0;
 		uint32_t ev = wake ? rt_ctx_target_events(s->ctx) : 0; /* before the scan: no lost wake-up */
 		now = rdmaps_now();
-		if (rdmaps_resumes() != resumed) {
-			/* continued after a stop (common/resume.h): the workers
-			 * were stopped too; their silence so far is not theirs */
-			resumed = rdmaps_resumes();
-			last_progress = now;
-			s->agg_since = s->last_barrier_msg = now;
-			for (int i = 0; i < s->W; i++)
-				if (s->probe_sent[i])
-					s->probe_sent[i] = now;
-		}
+		stall_check(s, &last_pass, now, &last_progress);
 		int accepted = 0;
 		if (now - last_accept >= ACCEPT_EVERY) {
 			last_accept = now;
@@ -634,6 +639,7 @@ static int serve(struct shard *s)
 			 * clock read before it (last_progress = a stale now made the
 			 * next idle pass give up) */
 			now = rdmaps_now();
+			stall_check(s, &last_pass, now, &last_progress); /* (stopped in there) */
 		}
 		int done = 0;
 		for (int i = 0; i < s->W; i++)
@@ -719,7 +725,6 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	signal(SIGTERM, on_term);
 	signal(SIGINT, on_term);
 	signal(SIGHUP, on_term);
-	rdmaps_resume_watch();
 	/* an output pipe whose reader died (`rdmaps launch ... | head`) is no
 	 * reason to die before the last checkpoint: writes fail, EPIPE */
 	signal(SIGPIPE, SIG_IGN);

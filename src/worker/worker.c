@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "cli/cluster.h"
-#include "common/resume.h"
+#include "common/stall.h"
 #include "kernels/data.h"
 #include "ps/layout.h"
 #include "worker/progress.h"
@@ -106,8 +106,7 @@ struct worker {
 static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, int shard)
 {
 	struct rt_completion c[4];
-	double end = rdmaps_now() + tmo_ms / 1000.0;
-	unsigned resumed = rdmaps_resumes();
+	double end = rdmaps_now() + tmo_ms / 1000.0, last_pass = rdmaps_now();
 	while (n > 0) {
 		int got = rt_poll(sh->c, c, 4, 100);
 		if (got < 0) {
@@ -122,10 +121,8 @@ static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, in
 				return c[k].status;
 			}
 		n -= got;
-		if (rdmaps_resumes() != resumed) { /* stopped and continued: the wait starts again */
-			resumed = rdmaps_resumes();
+		if (rdmaps_stalled(&last_pass, rdmaps_now())) /* stopped and continued: common/stall.h */
 			end = rdmaps_now() + tmo_ms / 1000.0;
-		}
 		if (n > 0 && rdmaps_now() > end) {
 			fprintf(stderr, "worker: %s on ps %d timed out\n", what, shard);
 			return RDMAPS_E_TIMEOUT;
@@ -447,17 +444,15 @@ static int wait_ready(struct worker *w, int p, int secs, int init)
 	 * mnist_replica: docs/protocol.md Q5.) */
 	double end = rdmaps_now() + secs;
 	useconds_t nap = 1000;
-	unsigned resumed = rdmaps_resumes();
 	while (st != PARAMS_STATE_READY) {
-		if (rdmaps_resumes() != resumed) { /* stopped and continued */
-			resumed = rdmaps_resumes();
-			end = rdmaps_now() + secs;
-		}
 		if (rdmaps_now() > end) {
 			fprintf(stderr, "Worker %d: ps %d not initialized by the chief within %d s\n", w->me, p, secs);
 			return RDMAPS_E_STATE; /* the ps is there: reconnecting would not help */
 		}
+		double before = rdmaps_now();
 		usleep(nap);
+		if (rdmaps_stalled(&before, rdmaps_now())) /* stopped and continued: common/stall.h */
+			end = rdmaps_now() + secs;
 		nap = nap < 50000 ? nap * 2 : 100000;
 		if ((rc = read_state(w, p, &st)))
 			return rc;
@@ -586,8 +581,7 @@ static int wait_token(struct worker *w, int p)
 	struct wshard *sh = &w->s[p];
 	unsigned spins = 0;
 	double start = rdmaps_now(), end = start + j->timeout_s, next_check = start + 0.2;
-	double next_msg = start + j->barrier_timeout_s;
-	unsigned resumed = rdmaps_resumes();
+	double next_msg = start + j->barrier_timeout_s, last_pass = start;
 	/* Sleep until the ps's release WRITE lands where the transport can wake
 	 * us (RT_CAP_TARGET_WAKE), else spin with backoff on the mailbox. */
 	int wake = (rt_ctx_caps(w->ctx) & RT_CAP_TARGET_WAKE) != 0;
@@ -606,8 +600,7 @@ static int wait_token(struct worker *w, int p)
 				continue;
 		}
 		double now = rdmaps_now();
-		if (rdmaps_resumes() != resumed) { /* stopped and continued: the wait starts again */
-			resumed = rdmaps_resumes();
+		if (rdmaps_stalled(&last_pass, now)) { /* stopped and continued: common/stall.h */
 			start = now;
 			end = now + j->timeout_s;
 			next_msg = now + j->barrier_timeout_s;
@@ -629,6 +622,7 @@ static int wait_token(struct worker *w, int p)
 				return rc; /* a broken connection: the caller recovers */
 			/* its READ outstanding at the deadline: this wait ends */
 			now = rc ? end + 1 : rdmaps_now();
+			last_pass = now; /* (the report's own wait is no stall) */
 			next_msg = now + j->barrier_timeout_s; /* (the READ may have waited) */
 		}
 		if (now > end) {
@@ -716,7 +710,6 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	w.tmo_ms = (long)j->timeout_s * 1000;
 	snprintf(tag, sizeof(tag), "worker%d", w.me);
 	rdmaps_log_set_tag(tag);
-	rdmaps_resume_watch(); /* a job stopped and continued: see common/resume.h */
 	if (rdm_mnist_load(j->data_dir, &train, &val, NULL, err, sizeof(err))) {
 		fprintf(stderr, "Worker %d: %s\n", w.me, err);
 		return 1;
