@@ -10,6 +10,51 @@ out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
 mdir=
 fail() { echo "FAIL: $*"; echo "--- output:"; tail -40 "$out"; rm -f "$out"; [ -n "$mdir" ] && rm -rf "$mdir"; exit 1; }
 
+# bg_launch [setsid] FLAGS...: a 1 ps + 2 workers sync tcp job through
+# `rdmaps launch` in the background (in a session of its own with setsid),
+# its output in $out, its pid in lp; returns once training began (up to
+# 60 s).  $out is removed first: a previous run's "Training begins" in it
+# ended the wait at once, and a signal then reached a launcher that had not
+# started (CI of 8aff700, a loaded machine: "Terminated", an empty log)
+bg_launch() {
+	rm -f "$out"
+	if [ "$1" = setsid ]; then
+		shift
+		setsid "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" "$@" >"$out" 2>&1 &
+	else
+		"$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" "$@" >"$out" 2>&1 &
+	fi
+	lp=$!
+	k=0
+	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+}
+# gone PID SECS: 0 once PID has exited, 1 if it still runs after SECS s
+gone() {
+	k=0
+	while kill -0 "$1" 2>/dev/null && [ $k -lt $(($2 * 10)) ]; do sleep 0.1; k=$((k + 1)); done
+	! kill -0 "$1" 2>/dev/null
+}
+# ps_listening OFFSET NPS INDEX FLAGS...: ps task INDEX of NPS on ports p0,
+# p0 + 1, ... (below 16384: launch draws its ports from the 16384 ports
+# below the ephemeral range, 32768-60999 here, connect() from inside it, so
+# neither can take them; OFFSET keeps two callers apart), 3 tries; returns
+# once it listens.  Sets p0, pp (its pid); its log is $pslog.
+ps_listening() {
+	off_=$1 nps_=$2 idx_=$3; shift 3
+	for try in 1 2 3; do
+		p0=$((10000 + ($$ * 7 + try * 131 + off_) % 6000))
+		psh_=127.0.0.1:$p0 k=1
+		while [ $k -lt "$nps_" ]; do psh_=$psh_,127.0.0.1:$((p0 + k)); k=$((k + 1)); done
+		rm -f "$pslog" # (a previous try's "cannot listen" must not end the wait)
+		"$bin" --task_index="$idx_" --ps_hosts="$psh_" "$@" >"$pslog" 2>&1 &
+		pp=$!
+		k=0
+		while ! grep -qs "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
+		grep -q "listening on" "$pslog" && return
+		wait $pp
+	done
+}
+
 if [ "$case" != cli ] && [ ! -e "$data/train-images-idx3-ubyte" ] && [ ! -e "$data/train-images-idx3-ubyte.gz" ]; then
 	echo "SKIPPED: no MNIST in $data (run scripts/fetch-data.sh)"; exit 77
 fi
@@ -392,22 +437,11 @@ cli)
 	# a worker started with other flags than its ps is refused with the
 	# reason and stops at once (it used to retry until --timeout: 120 s)
 	pslog=${TMPDIR:-/tmp}/rdmaps-e2e-$$-ps.log
-	for try in 1 2 3; do
-		# below 16384: launch draws its ports from the 16384 ports below
-		# the ephemeral range (32768-60999 here), connect() from inside
-		# it, so neither can take this one
-		pport=$((10000 + ($$ * 7 + try * 131) % 6000))
-		# (TF's spellings on the way: one dash, and a --noNAME boolean
-		# after --NAME=True: this ps is async, as the worker below)
-		rm -f "$pslog" # (a previous try's "cannot listen" must not end the wait)
-		"$bin" -job_name=ps --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
-			--sync_replicas=True --nosync_replicas --transport=tcp --timeout=30 >"$pslog" 2>&1 &
-		pp=$!
-		k=0
-		while ! grep -qs "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
-		grep -q "listening on" "$pslog" && break
-		wait $pp
-	done
+	# (TF's spellings on the way: one dash, and a --noNAME boolean after
+	# --NAME=True: this ps is async, as the worker below)
+	ps_listening 0 1 0 -job_name=ps --worker_hosts=127.0.0.1:1 --sync_replicas=True --nosync_replicas \
+		--transport=tcp --timeout=30
+	pport=$p0
 	timeout 20 "$bin" --job_name=worker --task_index=0 --ps_hosts=127.0.0.1:$pport --worker_hosts=127.0.0.1:1 \
 		--transport=tcp --data_dir="$data" --hidden_units=50 --timeout=60 >"$out" 2>&1
 	rc=$?
@@ -433,17 +467,8 @@ cli)
 	# a worker whose --ps_hosts lists the two ps in the other order reaches
 	# ps 1 as its "ps 0": refused with the reason (it used to train on the
 	# other shard's bytes and exit 0 with another result than its peers)
-	for try in 1 2 3; do
-		p0=$((10000 + ($$ * 7 + try * 131 + 17) % 6000)); p1=$((p0 + 1))
-		rm -f "$pslog"
-		"$bin" --job_name=ps --task_index=1 --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --worker_hosts=127.0.0.1:1 \
-			--transport=tcp --timeout=30 >"$pslog" 2>&1 &
-		pp=$!
-		k=0
-		while ! grep -qs "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
-		grep -q "listening on" "$pslog" && break
-		wait $pp
-	done
+	ps_listening 17 2 1 --job_name=ps --worker_hosts=127.0.0.1:1 --transport=tcp --timeout=30
+	p1=$((p0 + 1))
 	timeout 20 "$bin" --job_name=worker --task_index=0 --ps_hosts=127.0.0.1:$p1,127.0.0.1:$p0 --worker_hosts=127.0.0.1:1 \
 		--transport=tcp --data_dir="$data" --timeout=60 >"$out" 2>&1
 	rc=$?
@@ -468,17 +493,9 @@ cli)
 	grep -q '^openblas: ' "$out" || fail "rdmaps --version did not name its BLAS"
 	echo "  --version: $(head -1 "$out")"
 	# SIGTERM to the launcher (a job scheduler's stop): every task stops,
-	# the launcher says so and exits 128 + 15.  The log is removed first:
-	# the previous run's "Training begins" in it let the wait below end at
-	# once, and the SIGTERM reached a launcher that had not started (CI of
-	# 8aff700, a loaded machine: "Terminated", an empty log)
-	rm -f "$out"
+	# the launcher says so and exits 128 + 15
 	mdir=$(mktemp -d "${TMPDIR:-/tmp}/rdmaps-e2e-metrics-XXXXXX")
-	"$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
-		--train_steps=100000000 --log_every=100000 --metrics="$mdir/m.jsonl" >"$out" 2>&1 &
-	lp=$!
-	k=0
-	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	bg_launch --train_steps=100000000 --log_every=100000 --metrics="$mdir/m.jsonl"
 	# a few hundred steps in, so that a buffered file would have flushed
 	# some 4 KiB blocks (and torn a record) by then
 	k=0
@@ -510,12 +527,7 @@ cli)
 	# a task that does not stop (its ps stopped by SIGSTOP): a second
 	# interrupt kills it at once, and the launcher says so (it waited 5 s
 	# per task and killed it without a word, whatever the user pressed)
-	rm -f "$out"
-	"$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
-		--train_steps=100000000 --log_every=100000 >"$out" 2>&1 &
-	lp=$!
-	k=0
-	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	bg_launch --train_steps=100000000 --log_every=100000
 	hosts=$(sed -n 's/^rdmaps launch: 1 ps (\([^)]*\)).*/\1/p' "$out")
 	psp=$(pgrep -f "job_name=ps.*ps_hosts=$hosts" | head -1)
 	[ -n "$psp" ] || fail "no ps process of the launch found (ps at $hosts)"
@@ -523,9 +535,7 @@ cli)
 	kill -INT $lp
 	sleep 1
 	kill -INT $lp
-	k=0
-	while kill -0 $lp 2>/dev/null && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
-	kill -0 $lp 2>/dev/null && { kill -9 "$psp" $lp; fail "launch still ran 10 s after a second interrupt"; }
+	gone $lp 10 || { kill -9 "$psp" $lp; fail "launch still ran 10 s after a second interrupt"; }
 	wait $lp; rc=$?
 	kill -CONT "$psp" 2>/dev/null
 	[ $rc -eq 130 ] || fail "launch stopped by two SIGINTs exited $rc, expected 130"
@@ -536,19 +546,12 @@ cli)
 	# the whole job stopped (Ctrl-Z) for longer than --timeout, then
 	# continued (fg): it goes on (every task took the stopped time for
 	# its peers' silence: the ps gave up at once, exit 1)
-	rm -f "$out"
-	setsid "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
-		--train_steps=3000 --straggler_delay_ms=1 --log_every=100000 --timeout=3 >"$out" 2>&1 &
-	lp=$!
-	k=0
-	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	bg_launch setsid --train_steps=3000 --straggler_delay_ms=1 --log_every=100000 --timeout=3
 	sleep 0.5 # (3000 steps of >= 1 ms: the stop comes mid-run)
 	env kill -STOP -- "-$lp" || fail "could not stop the launcher's session"
 	sleep 5
 	env kill -CONT -- "-$lp"
-	k=0
-	while kill -0 $lp 2>/dev/null && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
-	kill -0 $lp 2>/dev/null && { env kill -KILL -- "-$lp"; fail "a job stopped and continued did not end within 60 s"; }
+	gone $lp 60 || { env kill -KILL -- "-$lp"; fail "a job stopped and continued did not end within 60 s"; }
 	wait $lp; rc=$?
 	[ $rc -eq 0 ] && grep -q "^rdmaps launch: all workers finished" "$out" \
 		|| fail "a job stopped for 5 s (--timeout=3) and continued exited $rc"
@@ -557,19 +560,12 @@ cli)
 	# SIGHUP to the whole session (a terminal closed, an ssh session
 	# dropped): every task gets it; the ps saves its last checkpoint (its
 	# default action killed it without one)
-	rm -f "$out"
 	mdir=$(mktemp -d "${TMPDIR:-/tmp}/rdmaps-e2e-logdir-XXXXXX")
-	setsid "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
-		--train_steps=100000000 --log_every=100000 --logdir="$mdir" --save_model_secs=100000 >"$out" 2>&1 &
-	lp=$!
-	k=0
-	while ! grep -qs "Training begins" "$out" && [ $k -lt 600 ]; do sleep 0.1; k=$((k + 1)); done
+	bg_launch setsid --train_steps=100000000 --log_every=100000 --logdir="$mdir" --save_model_secs=100000
 	sleep 0.5
 	# (dash's kill takes no process group: procps' does)
 	env kill -HUP -- "-$lp" || fail "could not send SIGHUP to the launcher's session"
-	k=0
-	while kill -0 $lp 2>/dev/null && [ $k -lt 300 ]; do sleep 0.1; k=$((k + 1)); done
-	kill -0 $lp 2>/dev/null && { env kill -KILL -- "-$lp"; fail "launch still ran 30 s after SIGHUP to its session"; }
+	gone $lp 30 || { env kill -KILL -- "-$lp"; fail "launch still ran 30 s after SIGHUP to its session"; }
 	wait $lp
 	ls "$mdir"/shard-0-step-*.ckpt >/dev/null 2>&1 || fail "no checkpoint in --logdir after SIGHUP to the session"
 	grep -q "ps 0: stopped by \(Hangup\|Terminated\): saving a last checkpoint" "$out" \
