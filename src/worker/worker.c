@@ -121,9 +121,10 @@ static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, in
 				return c[k].status;
 			}
 		n -= got;
-		if (rdmaps_stalled(&last_pass, rdmaps_now())) /* stopped and continued: common/stall.h */
-			end = rdmaps_now() + tmo_ms / 1000.0;
-		if (n > 0 && rdmaps_now() > end) {
+		double now = rdmaps_now();
+		if (rdmaps_stalled(&last_pass, now)) /* stopped and continued: common/stall.h */
+			end = now + tmo_ms / 1000.0;
+		if (n > 0 && now > end) {
 			fprintf(stderr, "worker: %s on ps %d timed out\n", what, shard);
 			return RDMAPS_E_TIMEOUT;
 		}
@@ -449,10 +450,10 @@ static int wait_ready(struct worker *w, int p, int secs, int init)
 			fprintf(stderr, "Worker %d: ps %d not initialized by the chief within %d s\n", w->me, p, secs);
 			return RDMAPS_E_STATE; /* the ps is there: reconnecting would not help */
 		}
-		double before = rdmaps_now();
+		double last_pass = rdmaps_now(), now;
 		usleep(nap);
-		if (rdmaps_stalled(&before, rdmaps_now())) /* stopped and continued: common/stall.h */
-			end = rdmaps_now() + secs;
+		if (rdmaps_stalled(&last_pass, now = rdmaps_now())) /* stopped and continued: common/stall.h */
+			end = now + secs;
 		nap = nap < 50000 ? nap * 2 : 100000;
 		if ((rc = read_state(w, p, &st)))
 			return rc;
@@ -824,19 +825,20 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	 * one whose ps still waits for its workers would otherwise go on with
 	 * that job's parameters and global step without a word (its own ps
 	 * could not bind the port). */
-	int rejoins = 0;
-	for (int p = 0; p < w.P && !rejoins; p++)
-		rejoins = w.s[p].seq != 0 ? p + 1 : 0;
+	int rejoin_ps = -1; /* the first such ps */
+	for (int p = 0; p < w.P && rejoin_ps < 0; p++)
+		if (w.s[p].seq != 0)
+			rejoin_ps = p;
 	/* --metrics: a new job's file starts empty (as "w" did); a rejoining
 	 * worker appends, so a restart keeps the records of the steps before it
 	 * (a regular file only: /dev/stdout, a FIFO are written as they are) */
 	struct stat mst;
-	if (mf && !rejoins && fstat(fileno(mf), &mst) == 0 && S_ISREG(mst.st_mode) && ftruncate(fileno(mf), 0)) {
+	if (mf && rejoin_ps < 0 && fstat(fileno(mf), &mst) == 0 && S_ISREG(mst.st_mode) && ftruncate(fileno(mf), 0)) {
 		fprintf(stderr, "Worker %d: cannot empty --metrics=%s: %s\n", w.me, j->metrics, strerror(errno));
 		goto out_conn;
 	}
-	if (rejoins) {
-		int p = rejoins - 1; /* the first such ps */
+	if (rejoin_ps >= 0) {
+		int p = rejoin_ps;
 		fprintf(stderr, "Worker %d: ps %d at %s already took %llu gradient(s) from a worker %d before this "
 			"one: rejoining the job it holds%s. If this is a new job, a ps of an earlier job still "
 			"serves that address: stop it, or give this job other ports or its own --auth_token_file\n",
