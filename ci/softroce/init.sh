@@ -24,6 +24,11 @@ for i in 1 2 3; do /usr/sbin/ip addr add 10.77.0.$i/24 dev d0; done
 /usr/sbin/ip link set d0 up
 /usr/bin/rdma link add rxe0 type rxe netdev d0 || { dmesg | tail -5; result 92 reason=rdma-link-add; }
 /usr/bin/rdma link show
+# a host name mapped to 127.0.1.1, as Debian's installer maps a machine's own
+# name (train_rdma_own_name); glibc then reads /etc/hosts only
+printf '127.0.0.1 localhost\n127.0.1.1 rdmaps-vm\n' >/etc/hosts
+echo 'hosts: files' >/etc/nsswitch.conf
+export RDMAPS_OWN_NAME=rdmaps-vm
 cd /tmp
 export RDMAPS_RDMA_ADDRS=10.77.0.1,10.77.0.2,10.77.0.3
 sh /rdmaps/tier.sh "$mode" "$RDMAPS_BUILD" 10.77.0.1

@@ -7,6 +7,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +156,77 @@ void rdmaps_report_transport_error(const char *who, const char *host, int rc)
 	if (rc == RDMAPS_E_NODEV)
 		fprintf(stderr, "%s: no RDMA port serves %s: `rdmaps devices %s` lists them, "
 			"--transport=auto falls back to tcp\n", who, host, host);
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+/* localhost and the spellings of it that /etc/hosts and RFC 6761 give: a
+ * task named so is meant to be reachable from this host only */
+static int loopback_name(const char *h)
+{
+	static const char *const names[] = { "localhost", "localhost.localdomain",
+					     "ip6-localhost", "ip6-loopback" };
+	size_t n = strlen(h);
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(h, names[i]))
+			return 1;
+	return n > 10 && !strcasecmp(h + n - 10, ".localhost");
+}
+
+int rdmaps_local_bind_host(const char *host, char *out, size_t outlen, char *why, size_t whylen)
+{
+	struct addrinfo hints, *ai = NULL;
+	char first[INET6_ADDRSTRLEN] = "";
+	int v4 = 0, all_lo = 1, sub = 0;
+
+	snprintf(out, outlen, "%s", host);
+	if (why && whylen)
+		why[0] = '\0';
+	if (!*host || loopback_name(host))
+		return 0;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST;
+	if (getaddrinfo(host, NULL, &hints, &ai) == 0) { /* a literal: meant as written */
+		freeaddrinfo(ai);
+		return 0;
+	}
+	hints.ai_flags = 0;
+	ai = NULL;
+	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+		return 0;
+	for (const struct addrinfo *a = ai; a; a = a->ai_next) {
+		if (!is_loopback(a->ai_addr)) {
+			all_lo = 0;
+			break;
+		}
+		v4 |= a->ai_family == AF_INET;
+		if (!first[0])
+			getnameinfo(a->ai_addr, a->ai_addrlen, first, sizeof(first), NULL, 0,
+				    NI_NUMERICHOST);
+	}
+	freeaddrinfo(ai);
+	if (all_lo) {
+		snprintf(out, outlen, "%s", v4 ? "0.0.0.0" : "::");
+		if (why && whylen)
+			snprintf(why, whylen, "%s resolves here to %s, a loopback address only", host,
+				 first[0] ? first : "?");
+		sub = 1;
+	}
+	return sub;
 }
 
 /* Validate one "host:port" entry; err names it. */

@@ -46,6 +46,21 @@ int rdmaps_parse_hostlist(const char *s, char ***hosts, int *n, char *err, size_
  * RDMAPS_E_INVAL on a malformed string or a host that does not fit hostlen. */
 int rdmaps_split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *port);
 
+/* The address a task listens on and looks for its RDMA port at, for its own
+ * entry's host (a ps's --ps_hosts entry, a worker's --worker_hosts one).
+ * Normally host itself.  But a host NAME that resolves here to loopback
+ * addresses only (Debian's installer maps a machine's own name to 127.0.1.1
+ * in /etc/hosts; Slurm node names hit it too), other than localhost and its
+ * spellings, would have the task listen where no other host reaches it, and
+ * --transport=auto find no RDMA port: then out is the wildcard address of
+ * that family ("0.0.0.0", or "::" for IPv6 only), where a TensorFlow server
+ * listens too, and why says what was found ("NAME resolves here to
+ * 127.0.1.1, a loopback address only").  Returns 1 when it substituted, 0
+ * when out is host (a literal address, a loopback name, a name with a
+ * non-loopback address, one that does not resolve: the caller's own use of
+ * it reports that).  out needs outlen >= strlen(host) + 1 and >= 8. */
+int rdmaps_local_bind_host(const char *host, char *out, size_t outlen, char *why, size_t whylen);
+
 /* A task (who: "ps 0", "Worker 1") whose transport did not start on host
  * (rt_ctx_new returned rc): says so on stderr, and for RDMAPS_E_NODEV also
  * which address no RDMA port serves and the command that lists them. */

@@ -711,7 +711,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 {
 	struct rdmaps_layout L;
 	struct shard s;
-	char host[256];
+	char host[256], bind[256], why[320];
 	uint16_t port;
 	int rc, ret = 1;
 
@@ -748,9 +748,14 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	       j->sync ? "sync" : "async", s.W, j->sync ? "" : "");
 	if (j->sync)
 		printf("ps %d: replicas_to_aggregate = %d\n", j->task_index, s.R);
+	/* its own name mapped to 127.0.1.1 (Debian's /etc/hosts): listening
+	 * there, no worker on another host would reach it */
+	if (rdmaps_local_bind_host(host, bind, sizeof(bind), why, sizeof(why)))
+		printf("ps %d: %s: listening on every address (%s), as a TensorFlow ps does, so that "
+		       "workers on other hosts reach it\n", j->task_index, why, bind);
 	fflush(stdout);
 
-	struct rt_ctx_cfg cc = { .kind = j->transport, .bind_host = host, .timeout_ms = j->timeout_s * 1000,
+	struct rt_ctx_cfg cc = { .kind = j->transport, .bind_host = bind, .timeout_ms = j->timeout_s * 1000,
 				 .auth_token = j->token, .numa_node = -1,
 				 /* the idle loop waits for FETCH_ADDs (ready_seq, done) only */
 				 .target_events = RT_EV_ATOMIC,
@@ -770,7 +775,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 		char who[32];
 
 		snprintf(who, sizeof(who), "ps %d", j->task_index);
-		rdmaps_report_transport_error(who, host, rc);
+		rdmaps_report_transport_error(who, bind, rc);
 		goto err_layout;
 	}
 	{
@@ -810,14 +815,14 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	if (j->logdir[0] && restore_ckpt(&s))
 		goto err_mem;
 
-	if ((rc = rt_listen(s.ctx, host, port, &s.lst))) {
-		fprintf(stderr, "ps %d: cannot listen on %s:%u: %s\n", j->task_index, host, port, rdmaps_strerror(rc));
+	if ((rc = rt_listen(s.ctx, bind, port, &s.lst))) {
+		fprintf(stderr, "ps %d: cannot listen on %s:%u: %s\n", j->task_index, bind, port, rdmaps_strerror(rc));
 		goto err_mem;
 	}
 	printf("ps %d: transport %s, listening on %s:%u", j->task_index, rt_kind_name(rt_ctx_kind(s.ctx)),
-	       host, port);
+	       bind, port);
 	if (j->transport == RT_AUTO && rt_ctx_kind(s.ctx) == RT_TCP) /* say why, once */
-		printf(" (auto: no RDMA port serves %s; `rdmaps devices %s` lists them)", host, host);
+		printf(" (auto: no RDMA port serves %s; `rdmaps devices %s` lists them)", bind, bind);
 	printf("\n");
 	fflush(stdout);
 	double t0 = rdmaps_now();

@@ -751,9 +751,16 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 				  * wake-up less per step; the transport's watchdog answers
 				  * while it computes) */
 				 .progress = j->worker_progress };
-	char host0[256];
+	char wname[256], host0[256], why[320];
 	uint16_t port0;
-	rdmaps_split_hostport(j->worker_hosts[w.me], host0, sizeof(host0), &port0);
+	rdmaps_split_hostport(j->worker_hosts[w.me], wname, sizeof(wname), &port0);
+	/* a worker listens nowhere: its own address only tells --transport=auto
+	 * and the locality code which RDMA port is its own.  Its name mapped
+	 * to 127.0.1.1 (Debian's /etc/hosts) would find none, and the worker
+	 * would take tcp where its ps took rdma. */
+	if (rdmaps_local_bind_host(wname, host0, sizeof(host0), why, sizeof(why)))
+		printf("Worker %d: %s: its RDMA port is looked for on every address (%s)\n", w.me, why,
+		       host0);
 	cc.bind_host = host0;
 	if (!w.s || !bx || !by || !bat) {
 		fprintf(stderr, "Worker %d: out of memory\n", w.me);

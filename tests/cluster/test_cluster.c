@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <netdb.h>
+#include <unistd.h>
+#include <netinet/in.h>
 
 #include "cli/cluster.h"
 #include "common/status.h"
@@ -386,13 +389,64 @@ static void test_slurm(void **st)
 	slurm_env(NULL, NULL, NULL, NULL);
 }
 
+/* rdmaps_local_bind_host: literals and loopback names stay; a name that
+ * resolves here to loopback only becomes the wildcard.  The positive case
+ * is this machine's own name when its /etc/hosts maps it to 127.x (Debian's
+ * 127.0.1.1); tests/train/multihost.sh makes that case on purpose. */
+static void test_bind_host(void **st)
+{
+	(void)st;
+	const char *keep[] = { "127.0.1.1", "::1", "0.0.0.0", "10.1.2.3", "localhost", "LocalHost",
+			       "ip6-localhost", "a.b.localhost", "no-such-host.invalid", "" };
+	char out[256], why[320], me[256];
+
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		assert_int_equal(rdmaps_local_bind_host(keep[i], out, sizeof(out), why, sizeof(why)), 0);
+		assert_string_equal(out, keep[i]);
+		assert_string_equal(why, "");
+	}
+	assert_int_equal(gethostname(me, sizeof(me)), 0);
+	me[sizeof(me) - 1] = '\0';
+	{
+		struct addrinfo h = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+		int lo = 1, v4 = 0;
+
+		if (getaddrinfo(me, NULL, &h, &ai) || !ai) {
+			print_message("hostname %s does not resolve: case left out\n", me);
+			return;
+		}
+		for (struct addrinfo *a = ai; a; a = a->ai_next) {
+			const unsigned char *b = a->ai_family == AF_INET
+				? (const unsigned char *)&((struct sockaddr_in *)a->ai_addr)->sin_addr
+				: ((struct sockaddr_in6 *)a->ai_addr)->sin6_addr.s6_addr;
+			static const unsigned char v6lo[16] = { [15] = 1 };
+
+			v4 |= a->ai_family == AF_INET;
+			if (a->ai_family == AF_INET ? b[0] != 127 : memcmp(b, v6lo, 16) != 0)
+				lo = 0;
+		}
+		freeaddrinfo(ai);
+		if (!strcmp(me, "localhost"))
+			lo = 0;
+		assert_int_equal(rdmaps_local_bind_host(me, out, sizeof(out), why, sizeof(why)), lo);
+		if (lo) {
+			assert_string_equal(out, v4 ? "0.0.0.0" : "::");
+			assert_non_null(strstr(why, "a loopback address only"));
+			assert_true(strncmp(why, me, strlen(me)) == 0);
+		} else {
+			assert_string_equal(out, me);
+		}
+		print_message("hostname %s: %s\n", me, lo ? why : "not loopback only: kept");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bool),          cmocka_unit_test(test_hostport),
 		cmocka_unit_test(test_hostlist),      cmocka_unit_test(test_tf_config),
 		cmocka_unit_test(test_nodelist),      cmocka_unit_test(test_tasks_per_node),
-		cmocka_unit_test(test_slurm),
+		cmocka_unit_test(test_slurm),         cmocka_unit_test(test_bind_host),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
