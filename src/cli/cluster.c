@@ -208,24 +208,22 @@ int rdmaps_local_bind_host(const char *host, char *out, size_t outlen, char *why
 	ai = NULL;
 	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
 		return 0;
-	for (const struct addrinfo *a = ai; a; a = a->ai_next) {
-		if (!is_loopback(a->ai_addr)) {
-			all_lo = 0;
-			break;
+	/* the first address is the one a listener binds (tcp_setup.c,
+	 * verbs_conn.c take the first getaddrinfo answer) */
+	if (is_loopback(ai->ai_addr)) {
+		getnameinfo(ai->ai_addr, ai->ai_addrlen, first, sizeof(first), NULL, 0, NI_NUMERICHOST);
+		for (const struct addrinfo *a = ai; a; a = a->ai_next) {
+			all_lo &= is_loopback(a->ai_addr);
+			v4 |= a->ai_family == AF_INET;
 		}
-		v4 |= a->ai_family == AF_INET;
-		if (!first[0])
-			getnameinfo(a->ai_addr, a->ai_addrlen, first, sizeof(first), NULL, 0,
-				    NI_NUMERICHOST);
-	}
-	freeaddrinfo(ai);
-	if (all_lo) {
-		snprintf(out, outlen, "%s", v4 ? "0.0.0.0" : "::");
+		/* a name with a real address too: the wildcard of the first one's family */
+		snprintf(out, outlen, "%s", ai->ai_family == AF_INET || (all_lo && v4) ? "0.0.0.0" : "::");
 		if (why && whylen)
-			snprintf(why, whylen, "%s resolves here to %s, a loopback address only", host,
-				 first[0] ? first : "?");
+			snprintf(why, whylen, "%s resolves here to %s%s", host, first[0] ? first : "?",
+				 all_lo ? ", a loopback address only" : " first, a loopback address");
 		sub = 1;
 	}
+	freeaddrinfo(ai);
 	return sub;
 }
 

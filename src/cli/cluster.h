@@ -48,16 +48,18 @@ int rdmaps_split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *
 
 /* The address a task listens on and looks for its RDMA port at, for its own
  * entry's host (a ps's --ps_hosts entry, a worker's --worker_hosts one).
- * Normally host itself.  But a host NAME that resolves here to loopback
- * addresses only (Debian's installer maps a machine's own name to 127.0.1.1
- * in /etc/hosts; Slurm node names hit it too), other than localhost and its
+ * Normally host itself.  But a host NAME whose first address here is a
+ * loopback one (Debian's installer maps a machine's own name to 127.0.1.1
+ * in /etc/hosts, alone or before its real address; Slurm node names hit it
+ * too), other than localhost and its
  * spellings, would have the task listen where no other host reaches it, and
  * --transport=auto find no RDMA port: then out is the wildcard address of
  * that family ("0.0.0.0", or "::" for IPv6 only), where a TensorFlow server
  * listens too, and why says what was found ("NAME resolves here to
- * 127.0.1.1, a loopback address only").  Returns 1 when it substituted, 0
- * when out is host (a literal address, a loopback name, a name with a
- * non-loopback address, one that does not resolve: the caller's own use of
+ * 127.0.1.1, a loopback address only", or "... 127.0.1.1 first, a loopback
+ * address").  Returns 1 when it substituted, 0 when out is host (a literal
+ * address, a loopback name, a name whose first address is not loopback, one
+ * that does not resolve: the caller's own use of
  * it reports that).  out needs outlen >= strlen(host) + 1 and >= 8. */
 int rdmaps_local_bind_host(const char *host, char *out, size_t outlen, char *why, size_t whylen);
 

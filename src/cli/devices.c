@@ -4,10 +4,13 @@
  * "why did rdmaps fall back to tcp?" without reading verbs tools' output:
  * the decision is made by the same code as rt_ctx_new's (rt_list_ports).
  * Exit 0 when a port serves HOST, 1 when none does (auto: tcp), 2 on bad
- * arguments or an address that does not resolve. */
+ * arguments or an address that does not resolve.  HOST is taken as a task
+ * takes its own entry (rdmaps_local_bind_host: a name on 127.0.1.1 means
+ * every address). */
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/cluster.h"
 #include "cli/devices.h"
 #include "common/status.h"
 #include "rdma/rt.h"
@@ -25,7 +28,13 @@ int rdmaps_devices_main(int argc, char **argv)
 		fprintf(stderr, "rdmaps: usage: rdmaps devices [HOST]\n");
 		return 2;
 	}
-	n = rt_list_ports(host, p, MAX_PORTS);
+	/* the address a task named HOST uses (cli/cluster.h): a name whose
+	 * first address here is a loopback one stands for every address */
+	char bind[256], why[320];
+	if (host && rdmaps_local_bind_host(host, bind, sizeof(bind), why, sizeof(why)))
+		printf("%s: a task named so listens on every address (%s) and takes any active RDMA port\n",
+		       why, bind);
+	n = rt_list_ports(host ? bind : NULL, p, MAX_PORTS);
 	if (n == RDMAPS_E_INVAL) {
 		fprintf(stderr, "rdmaps: devices: cannot resolve '%s'\n", h);
 		return 2;

@@ -822,7 +822,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	printf("ps %d: transport %s, listening on %s:%u", j->task_index, rt_kind_name(rt_ctx_kind(s.ctx)),
 	       bind, port);
 	if (j->transport == RT_AUTO && rt_ctx_kind(s.ctx) == RT_TCP) /* say why, once */
-		printf(" (auto: no RDMA port serves %s; `rdmaps devices %s` lists them)", bind, bind);
+		printf(" (auto: no RDMA port serves %s; `rdmaps devices %s` lists them)", host, host);
 	printf("\n");
 	fflush(stdout);
 	double t0 = rdmaps_now();

@@ -758,7 +758,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	 * and the locality code which RDMA port is its own.  Its name mapped
 	 * to 127.0.1.1 (Debian's /etc/hosts) would find none, and the worker
 	 * would take tcp where its ps took rdma. */
-	if (rdmaps_local_bind_host(wname, host0, sizeof(host0), why, sizeof(why)))
+	if (rdmaps_local_bind_host(wname, host0, sizeof(host0), why, sizeof(why)) && j->transport != RT_TCP)
 		printf("Worker %d: %s: its RDMA port is looked for on every address (%s)\n", w.me, why,
 		       host0);
 	cc.bind_host = host0;
