@@ -28,6 +28,7 @@ const char *rdmaps_strerror(int s)
 	case RDMAPS_E_STATE: return "wrong state";
 	case RDMAPS_E_IN_USE: return "task index already in use by a live peer";
 	case RDMAPS_E_MISMATCH: return "the peer runs another job configuration";
+	case RDMAPS_E_NONAME: return "host name does not resolve";
 	case RDMAPS_E_ADDR_IN_USE: return "address already in use (another process listens on this host:port?)";
 	default: return "unknown error";
 	}

@@ -10,7 +10,7 @@ enum rdmaps_status {
 	RDMAPS_E_INVAL = -1,         /* bad argument or bad input */
 	RDMAPS_E_NOMEM = -2,         /* allocation or registration failed */
 	RDMAPS_E_NODEV = -3,         /* no (active) RDMA device serves the address */
-	RDMAPS_E_UNREACHABLE = -4,   /* address/route resolution failed */
+	RDMAPS_E_UNREACHABLE = -4,   /* no route to the address (or address not local, for a listener) */
 	RDMAPS_E_REFUSED = -5,       /* peer refused the connection */
 	RDMAPS_E_TIMEOUT = -6,       /* a bounded wait ran out */
 	RDMAPS_E_REMOTE_ACCESS = -7, /* remote bounds/rights violation */
@@ -25,6 +25,7 @@ enum rdmaps_status {
 	RDMAPS_E_IN_USE = -16,       /* identity (task index) held by another live peer */
 	RDMAPS_E_ADDR_IN_USE = -17,  /* listen: host:port already bound by another socket */
 	RDMAPS_E_MISMATCH = -18,     /* peer refused us: it runs another job configuration */
+	RDMAPS_E_NONAME = -19,       /* host name does not resolve (getaddrinfo failed) */
 };
 
 /* Short human-readable text for a status code; never NULL. */

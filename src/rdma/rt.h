@@ -233,7 +233,7 @@ int rt_reject(struct rt_request **req);
 int rt_reject_status(struct rt_request **req, int status);
 
 /* Connect to host:port, announcing hello and granting the server grants.
- * Errors: RDMAPS_E_UNREACHABLE, RDMAPS_E_REFUSED, RDMAPS_E_AUTH,
+ * Errors: RDMAPS_E_NONAME, RDMAPS_E_UNREACHABLE, RDMAPS_E_REFUSED, RDMAPS_E_AUTH,
  * RDMAPS_E_IN_USE, RDMAPS_E_MISMATCH (rt_reject_status), RDMAPS_E_TIMEOUT,
  * RDMAPS_E_NODEV.
  * A failure that a later attempt may cure (rt_connect_retriable: the peer
@@ -243,8 +243,10 @@ int rt_reject_status(struct rt_request **req, int status);
  * attempt).  Every other failure is logged here. */
 static inline int rt_connect_retriable(int rc)
 {
+	/* NONAME too: a host's name may be published after its task starts
+	 * (DNS of a scheduler that names hosts as it starts them) */
 	return rc == RDMAPS_E_REFUSED || rc == RDMAPS_E_UNREACHABLE || rc == RDMAPS_E_TIMEOUT ||
-	       rc == RDMAPS_E_PEER_GONE;
+	       rc == RDMAPS_E_PEER_GONE || rc == RDMAPS_E_NONAME;
 }
 int rt_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 	       const struct rt_hello *hello, const struct rt_grant *grants,

@@ -103,6 +103,9 @@ struct worker {
 	long tmo_ms;
 };
 
+/* "Worker N", for the lines of helpers that do not hold the worker */
+static char me_name[24] = "Worker";
+
 static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, int shard)
 {
 	struct rt_completion c[4];
@@ -110,13 +113,13 @@ static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, in
 	while (n > 0) {
 		int got = rt_poll(sh->c, c, 4, 100);
 		if (got < 0) {
-			fprintf(stderr, "worker: %s on ps %d: %s (%s)\n", what, shard, rdmaps_strerror(got),
+			fprintf(stderr, "%s: %s on ps %d: %s (%s)\n", me_name, what, shard, rdmaps_strerror(got),
 				rt_conn_errmsg(sh->c));
 			return got;
 		}
 		for (int k = 0; k < got; k++)
 			if (c[k].status) {
-				fprintf(stderr, "worker: %s on ps %d failed: %s (%s)\n", what, shard,
+				fprintf(stderr, "%s: %s on ps %d failed: %s (%s)\n", me_name, what, shard,
 					rdmaps_strerror(c[k].status), rt_conn_errmsg(sh->c));
 				return c[k].status;
 			}
@@ -125,7 +128,7 @@ static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, in
 		if (rdmaps_stalled(&last_pass, now)) /* stopped and continued: common/stall.h */
 			end = now + tmo_ms / 1000.0;
 		if (n > 0 && now > end) {
-			fprintf(stderr, "worker: %s on ps %d timed out\n", what, shard);
+			fprintf(stderr, "%s: %s on ps %d timed out\n", me_name, what, shard);
 			return RDMAPS_E_TIMEOUT;
 		}
 	}
@@ -181,7 +184,7 @@ static int pull_all(struct worker *w, int *bad)
 				break;
 			}
 			if (++tries >= 1000) {
-				fprintf(stderr, "worker: ps %d: parameters kept changing under 1000 reads\n", p);
+				fprintf(stderr, "%s: ps %d: parameters kept changing under 1000 reads\n", me_name, p);
 				sh->err = RDMAPS_E_AGAIN;
 				break;
 			}
@@ -520,8 +523,13 @@ static int recover(struct worker *w, int p, int rc)
 	const struct rdmaps_job *j = w->j;
 	struct wshard *sh = &w->s[p];
 	uint64_t was = sh->held;
-	fprintf(stderr, "Worker %d: lost ps %d: %s; reconnecting (up to %d s, --recovery_timeout)\n", w->me, p,
-		rdmaps_strerror(rc), j->recovery_timeout_s);
+	/* PEER_GONE: the connection closed, which is also how a ps drops a
+	 * worker it found unresponsive (docs/failure-modes.md), not only a
+	 * ps that died */
+	fprintf(stderr, "Worker %d: lost ps %d: %s%s; reconnecting (up to %d s, --recovery_timeout)\n", w->me, p,
+		rdmaps_strerror(rc),
+		rc == RDMAPS_E_PEER_GONE ? " (the ps closed the connection: it stopped, or it dropped this worker)" : "",
+		j->recovery_timeout_s);
 	rt_conn_delete(&sh->c);
 	double t0 = rdmaps_now();
 	/* my own previous connection may still look alive to the ps for a
@@ -711,6 +719,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	w.tmo_ms = (long)j->timeout_s * 1000;
 	snprintf(tag, sizeof(tag), "worker%d", w.me);
 	rdmaps_log_set_tag(tag);
+	snprintf(me_name, sizeof(me_name), "Worker %d", w.me);
 	if (rdm_mnist_load(j->data_dir, &train, &val, NULL, err, sizeof(err))) {
 		fprintf(stderr, "Worker %d: %s\n", w.me, err);
 		return 1;

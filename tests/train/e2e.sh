@@ -298,6 +298,14 @@ cli)
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --barrier_timeout=0
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --recovery_timeout=-3
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --tcp_spin_us=-1
+	# a ps host name that does not resolve (a typo) is named as such, not
+	# as an unreachable address, and the worker gives up after --timeout
+	if [ -e "$data/train-images-idx3-ubyte" ] || [ -e "$data/train-images-idx3-ubyte.gz" ]; then
+		"$bin" --job_name=worker --task_index=0 --ps_hosts=no-such-host.invalid:2222 --worker_hosts=localhost:1 \
+			--transport=tcp --data_dir="$data" --timeout=1 >"$out" 2>&1; rc=$?
+		[ $rc -eq 1 ] && grep -q "cannot connect to ps 0 at no-such-host.invalid:2222: host name does not resolve" "$out" \
+			|| fail "a worker with an unresolvable ps host exited $rc without naming the cause"
+	fi
 	# under Slurm without --slurm_num_ps: exit 2 and say which flag is missing
 	SLURM_PROCID=0 "$bin" --train_steps=1 >"$out" 2>&1; rc=$?
 	[ $rc -eq 2 ] || fail "Slurm without --slurm_num_ps exited $rc, expected 2"

@@ -639,7 +639,7 @@ static int t_refused(struct rt_ctx *ctx)
 	CHECK(rc == RDMAPS_E_REFUSED, "closed port: %s", rdmaps_strerror(rc));
 	CHECK(conn == NULL, "conn set");
 	rc = rt_connect(ctx, "no-such-host.invalid", port, &h, NULL, 0, 3000, &conn);
-	CHECK(rc == RDMAPS_E_UNREACHABLE, "bad host: %s", rdmaps_strerror(rc));
+	CHECK(rc == RDMAPS_E_NONAME, "bad host: %s", rdmaps_strerror(rc));
 	return 0;
 }
 
