@@ -7,6 +7,7 @@
 #ifndef RDMAPS_RT_INTERNAL_H
 #define RDMAPS_RT_INTERNAL_H
 
+#include <netdb.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -151,6 +152,18 @@ static inline int rt_first_time(char *last, size_t n, const char *key)
 		return 0;
 	snprintf(last, n, "%s", key);
 	return 1;
+}
+
+/* A getaddrinfo failure as a status: the name does not resolve (NONAME,
+ * which callers retry), or the resolver itself failed (out of memory, a
+ * system error). */
+static inline int rt_gai_status(int gai)
+{
+	switch (gai) {
+	case EAI_MEMORY: return RDMAPS_E_NOMEM;
+	case EAI_SYSTEM: return RDMAPS_E_IO;
+	default: return RDMAPS_E_NONAME; /* NONAME, NODATA, AGAIN, FAIL, ... */
+	}
 }
 
 static inline uint64_t rt_handshake_deadline(const struct rt_ctx *ctx, int cap_ms)

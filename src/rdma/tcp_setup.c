@@ -128,7 +128,7 @@ static int resolve(const char *host, uint16_t port, int passive, struct addrinfo
 		snprintf(key, sizeof(key), "%s:%s %d", host ? host : "*", serv, rc);
 		if (rt_first_time(last, sizeof(last), key))
 			RDMAPS_ERR("tcp: getaddrinfo(%s) failed: %s", host ? host : "*", gai_strerror(rc));
-		return RDMAPS_E_NONAME;
+		return rt_gai_status(rc);
 	}
 	return RDMAPS_OK;
 }

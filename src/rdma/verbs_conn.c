@@ -417,7 +417,7 @@ static int resolve(const char *host, uint16_t port, int passive, struct addrinfo
 		if (rt_first_time(last, sizeof(last), key))
 			RDMAPS_ERR("verbs: getaddrinfo(%s:%u) failed: %s", host ? host : "*", port,
 				   gai_strerror(rc));
-		return RDMAPS_E_NONAME;
+		return rc ? rt_gai_status(rc) : RDMAPS_E_NONAME;
 	}
 	return RDMAPS_OK;
 }
