@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/job.h"
+#include "cli/outq.h"
 #include "cli/ports.h"
 #include "ps/layout.h"
 #include "worker/progress.h"
@@ -135,6 +136,7 @@ static pid_t spawn(struct task *t, char **argv)
 		/* a launcher that dies, even by SIGKILL, takes its tasks along */
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != parent)
 			_exit(127);
+		signal(SIGPIPE, SIG_DFL); /* the launcher ignores it; a task must not inherit that */
 		dup2(p[1], 1);
 		dup2(p[1], 2);
 		close(p[0]);
@@ -205,6 +207,10 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	/* the tasks' output must never wait for our own reader (outq.h);
+	 * a reader gone (EPIPE) ends the output, not the job */
+	signal(SIGPIPE, SIG_IGN);
+	rdmaps_outq_open(16u << 20);
 	prog_on = isatty(STDOUT_FILENO);
 	if (prog_on) {
 		rdmaps_progress_init(&prog, stdout, j->train_steps);
@@ -267,7 +273,7 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 	double deadline = rdmaps_now() + quiet_s;
 	int open_fds = n, workers_left = W;
 	while (open_fds > 0 || workers_left > 0) {
-		struct pollfd pf[MAX_TASKS];
+		struct pollfd pf[MAX_TASKS + 1];
 		int map[MAX_TASKS], m = 0;
 		for (int k = 0; k < n; k++)
 			if (tasks[k].fd >= 0) {
@@ -276,10 +282,10 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 				map[m++] = k;
 			}
 		if (!got_sig) {
-			if (m)
-				poll(pf, m, 200);
-			else
-				usleep(100000);
+			/* pf[m]: our stdout while output waits (fd -1 otherwise) */
+			rdmaps_outq_pollfd(&pf[m]);
+			poll(pf, m + 1, m ? 200 : 100);
+			rdmaps_outq_pump();
 		}
 		if (got_sig) {
 			if (prog_on)
@@ -394,6 +400,7 @@ stop:
 			}
 		if (!polled)
 			usleep(50000);
+		rdmaps_outq_pump();
 	}
 	for (int k = 0; k < n; k++) {
 		struct task *t = &tasks[k];
@@ -412,5 +419,6 @@ stop:
 	if (prog_on)
 		rdmaps_progress_end(&prog);
 	printf("rdmaps launch: %s\n", got_sig ? "interrupted" : rc ? "FAILED" : "all workers finished");
+	rdmaps_outq_close();
 	return rc;
 }

@@ -298,6 +298,23 @@ cli)
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --barrier_timeout=0
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --recovery_timeout=-3
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --tcp_spin_us=-1
+	# the launcher's own reader pauses for 8 s (a pager, Ctrl-S) while the
+	# job runs at --timeout=3: the job completes (the launcher blocked on
+	# its stdout, stopped reading its tasks' pipes, and the ps gave up: exit
+	# 1), every line kept; and `| head -2`: the job completes too
+	if [ -e "$data/train-images-idx3-ubyte" ] || [ -e "$data/train-images-idx3-ubyte.gz" ]; then
+		{ "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" --train_steps=3000 \
+			--timeout=3; echo "launch exited $?"; } 2>&1 | { sleep 8; cat; } >"$out"
+		grep -q "^launch exited 0" "$out" && grep -q "global step 3000, " "$out" \
+			|| fail "a job whose launcher's stdout was not read for 8 s (--timeout=3) did not complete"
+		n=$(grep -c "training step .* done" "$out")
+		[ "$n" -eq 6000 ] || fail "a paused reader lost lines: $n of 6000 step lines"
+		echo "  the launcher's reader paused 8 s (--timeout=3): the job completed, $n step lines kept"
+		{ "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" --train_steps=1000 \
+			--timeout=10; echo "launch exited $?" >"$out.rc"; } 2>&1 | head -2 >/dev/null
+		grep -q "^launch exited 0" "$out.rc" || { cat "$out.rc" >"$out"; rm -f "$out.rc"; fail "launch | head -2: $(cat "$out")"; }
+		rm -f "$out.rc"
+	fi
 	# a ps host name that does not resolve (a typo) is named as such, not
 	# as an unreachable address, and the worker gives up after --timeout
 	if [ -e "$data/train-images-idx3-ubyte" ] || [ -e "$data/train-images-idx3-ubyte.gz" ]; then
