@@ -355,6 +355,18 @@ static int json_hosts(const cJSON *arr, const char *job, char **out, int *n, cha
 	return 0;
 }
 
+/* The first key that an object holds twice, or NULL.  Python's json (TF's
+ * reader) keeps the last of them, cJSON finds the first: the same
+ * TF_CONFIG would name another task here than in TensorFlow. */
+static const char *dup_key(const cJSON *o)
+{
+	for (const cJSON *a = o ? o->child : NULL; a; a = a->next)
+		for (const cJSON *b = a->next; b; b = b->next)
+			if (a->string && b->string && !strcmp(a->string, b->string))
+				return a->string;
+	return NULL;
+}
+
 int rdmaps_cluster_from_tf_config(const char *json, struct rdmaps_cluster *c, char *err,
 				  size_t errlen)
 {
@@ -381,6 +393,19 @@ int rdmaps_cluster_from_tf_config(const char *json, struct rdmaps_cluster *c, ch
 	}
 	const cJSON *cl = cJSON_GetObjectItemCaseSensitive(root, "cluster");
 	const cJSON *task = cJSON_GetObjectItemCaseSensitive(root, "task");
+	{
+		const char *d = dup_key(root), *in = "";
+
+		if (!d && cJSON_IsObject(cl) && (d = dup_key(cl)))
+			in = "cluster.";
+		if (!d && cJSON_IsObject(task) && (d = dup_key(task)))
+			in = "task.";
+		if (d) {
+			rc = fail(err, errlen, "TF_CONFIG has the key \"%s%s\" twice (TensorFlow would take the "
+				  "last one; give it once)", in, d);
+			goto out;
+		}
+	}
 	if (!cl || !cJSON_IsObject(cl)) {
 		rc = fail(err, errlen, "TF_CONFIG has no \"cluster\" object");
 		goto out;

@@ -211,6 +211,13 @@ static void test_tf_config(void **st)
 		  "cluster.worker entry 2 'w': missing ':port'" },
 		{ TF("{\"ps\":[\"p:1\"],\"worker\":[\"p:1\"]}", "{\"type\":\"ps\",\"index\":0}"),
 		  "used twice" },
+		/* a key twice: TF (Python's json) takes the last, cJSON the first */
+		{ "{\"cluster\":{\"ps\":[\"p:1\"],\"worker\":[\"w:1\",\"v:1\"]},\"task\":{\"type\":\"worker\",\"index\":0},"
+		  "\"task\":{\"type\":\"worker\",\"index\":1}}", "the key \"task\" twice" },
+		{ TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\"],\"ps\":[\"q:1\"]}", "{\"type\":\"ps\",\"index\":0}"),
+		  "the key \"cluster.ps\" twice" },
+		{ TF("{\"ps\":[\"p:1\"],\"worker\":[\"w:1\",\"v:1\"]}", "{\"type\":\"worker\",\"index\":0,\"index\":1}"),
+		  "the key \"task.index\" twice" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		tf_bad(bad[i].json, bad[i].msg);
