@@ -815,12 +815,15 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	if (j->logdir[0] && restore_ckpt(&s))
 		goto err_mem;
 
+	/* an IPv6 address in brackets, as --ps_hosts spells it */
+	const char *lb = strchr(bind, ':') ? "[" : "", *rb = *lb ? "]" : "";
 	if ((rc = rt_listen(s.ctx, bind, port, &s.lst))) {
-		fprintf(stderr, "ps %d: cannot listen on %s:%u: %s\n", j->task_index, bind, port, rdmaps_strerror(rc));
+		fprintf(stderr, "ps %d: cannot listen on %s%s%s:%u: %s\n", j->task_index, lb, bind, rb, port,
+			rdmaps_strerror(rc));
 		goto err_mem;
 	}
-	printf("ps %d: transport %s, listening on %s:%u", j->task_index, rt_kind_name(rt_ctx_kind(s.ctx)),
-	       bind, port);
+	printf("ps %d: transport %s, listening on %s%s%s:%u", j->task_index, rt_kind_name(rt_ctx_kind(s.ctx)),
+	       lb, bind, rb, port);
 	if (j->transport == RT_AUTO && rt_ctx_kind(s.ctx) == RT_TCP) /* say why, once */
 		printf(" (auto: no RDMA port serves %s; `rdmaps devices %s` lists them)", host, host);
 	printf("\n");
