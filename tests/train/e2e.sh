@@ -3,7 +3,7 @@
 # busybox inside the SoftRoCE VM).
 # usage: e2e.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
 #   CASE: sync | async | backup | over_aggregate | lstm | ps_spin | ps_progress |
-#         worker_progress | slow_compute | small_ops | own_name | cli
+#         worker_progress | slow_compute | small_ops | own_name | ipv6 | cli
 # Exit 0 pass, 1 fail, 77 skipped (no data, or no RDMA device for rdma).
 bin=$1; tr=$2; data=$3; case=$4
 out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
@@ -597,6 +597,35 @@ cli)
 		|| fail "the ps did not say that a signal stopped it"
 	echo "  SIGHUP to the session: $(grep -o 'ps 0: stopped by [A-Za-z]*' "$out"), $(ls "$mdir" | head -1) saved"
 	rm -rf "$mdir"
+	;;
+ipv6)
+	# the cluster spelled in IPv6 ([::1]:port, as TensorFlow's host lists
+	# take it): the ps listens there and says so in brackets, the workers
+	# train.  SKIPPED where loopback has no ::1.
+	ip -6 addr show dev lo 2>/dev/null | grep -q '::1/128' || { echo "SKIPPED: no ::1 on lo"; rm -f "$out"; exit 77; }
+	pslog=${TMPDIR:-/tmp}/rdmaps-e2e-$$-v6-ps.log
+	wh="[::1]:1,[::1]:2"
+	for try in 1 2 3; do
+		p0=$((10000 + ($$ * 7 + try * 131 + 5000) % 6000))
+		rm -f "$pslog"
+		"$bin" --job_name=ps --task_index=0 --ps_hosts="[::1]:$p0" --worker_hosts="$wh" --sync_replicas \
+			--transport=tcp --timeout=60 >"$pslog" 2>&1 &
+		pp=$!
+		k=0
+		while ! grep -qs "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
+		grep -q "listening on" "$pslog" && break
+		wait $pp
+	done
+	grep -q "listening on \[::1\]:$p0" "$pslog" || { cat "$pslog" >"$out"; rm -f "$pslog"; fail "the ps did not say it listens on [::1]:$p0"; }
+	for i in 0 1; do
+		"$bin" --job_name=worker --task_index=$i --ps_hosts="[::1]:$p0" --worker_hosts="$wh" --sync_replicas \
+			--transport=tcp --timeout=60 --train_steps=50 --log_every=25 --data_dir="$data" >"$out.w$i" 2>&1 &
+		eval wp$i=$!
+	done
+	wait $wp0; r0=$?; wait $wp1; r1=$?; wait $pp; rp=$?
+	cat "$pslog" "$out.w0" "$out.w1" >"$out"; rm -f "$pslog" "$out.w0" "$out.w1"
+	[ $r0 -eq 0 ] && [ $r1 -eq 0 ] && [ $rp -eq 0 ] || fail "exit statuses: worker 0 $r0, worker 1 $r1, ps $rp"
+	check_ce 5000 2
 	;;
 own_name)
 	# Tasks named by a host name that resolves, on their own host, to a
