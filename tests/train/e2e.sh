@@ -38,13 +38,15 @@ gone() {
 # p0 + 1, ... (below 16384: launch draws its ports from the 16384 ports
 # below the ephemeral range, 32768-60999 here, connect() from inside it, so
 # neither can take them; OFFSET keeps two callers apart), 3 tries; returns
-# once it listens.  Sets p0, pp (its pid); its log is $pslog.
+# once it listens.  Sets p0, pp (its pid); its log is $pslog.  The ps
+# hosts are $ps_host (default 127.0.0.1; "[::1]", a name).
 ps_listening() {
 	off_=$1 nps_=$2 idx_=$3; shift 3
+	h_=${ps_host:-127.0.0.1}
 	for try in 1 2 3; do
 		p0=$((10000 + ($$ * 7 + try * 131 + off_) % 6000))
-		psh_=127.0.0.1:$p0 k=1
-		while [ $k -lt "$nps_" ]; do psh_=$psh_,127.0.0.1:$((p0 + k)); k=$((k + 1)); done
+		psh_=$h_:$p0 k=1
+		while [ $k -lt "$nps_" ]; do psh_=$psh_,$h_:$((p0 + k)); k=$((k + 1)); done
 		rm -f "$pslog" # (a previous try's "cannot listen" must not end the wait)
 		"$bin" --task_index="$idx_" --ps_hosts="$psh_" "$@" >"$pslog" 2>&1 &
 		pp=$!
@@ -53,6 +55,22 @@ ps_listening() {
 		grep -q "listening on" "$pslog" && return
 		wait $pp
 	done
+}
+
+# two_workers PS_ADDR FLAGS...: workers 0 and 1 of the ps that
+# ps_listening started ($pp, on port $p0), reaching it at PS_ADDR:$p0, 50
+# steps each; waits for all three, gathers their output in $out and fails
+# unless every one exited 0.
+two_workers() {
+	psa_=$1; shift
+	for i in 0 1; do
+		"$bin" --job_name=worker --task_index=$i --ps_hosts="$psa_:$p0" --timeout=60 --train_steps=50 \
+			--log_every=25 --data_dir="$data" "$@" >"$out.w$i" 2>&1 &
+		eval wp$i=$!
+	done
+	wait $wp0; r0=$?; wait $wp1; r1=$?; wait $pp; rp=$?
+	cat "$pslog" "$out.w0" "$out.w1" >"$out"; rm -f "$pslog" "$out.w0" "$out.w1"
+	[ $r0 -eq 0 ] && [ $r1 -eq 0 ] && [ $rp -eq 0 ] || fail "exit statuses: worker 0 $r0, worker 1 $r1, ps $rp"
 }
 
 if [ "$case" != cli ] && [ ! -e "$data/train-images-idx3-ubyte" ] && [ ! -e "$data/train-images-idx3-ubyte.gz" ]; then
@@ -605,26 +623,11 @@ ipv6)
 	ip -6 addr show dev lo 2>/dev/null | grep -q '::1/128' || { echo "SKIPPED: no ::1 on lo"; rm -f "$out"; exit 77; }
 	pslog=${TMPDIR:-/tmp}/rdmaps-e2e-$$-v6-ps.log
 	wh="[::1]:1,[::1]:2"
-	for try in 1 2 3; do
-		p0=$((10000 + ($$ * 7 + try * 131 + 5000) % 6000))
-		rm -f "$pslog"
-		"$bin" --job_name=ps --task_index=0 --ps_hosts="[::1]:$p0" --worker_hosts="$wh" --sync_replicas \
-			--transport=tcp --timeout=60 >"$pslog" 2>&1 &
-		pp=$!
-		k=0
-		while ! grep -qs "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
-		grep -q "listening on" "$pslog" && break
-		wait $pp
-	done
+	ps_host="[::1]"
+	ps_listening 5000 1 0 --job_name=ps --worker_hosts="$wh" --sync_replicas --transport=tcp --timeout=60
+	ps_host=
 	grep -q "listening on \[::1\]:$p0" "$pslog" || { cat "$pslog" >"$out"; rm -f "$pslog"; fail "the ps did not say it listens on [::1]:$p0"; }
-	for i in 0 1; do
-		"$bin" --job_name=worker --task_index=$i --ps_hosts="[::1]:$p0" --worker_hosts="$wh" --sync_replicas \
-			--transport=tcp --timeout=60 --train_steps=50 --log_every=25 --data_dir="$data" >"$out.w$i" 2>&1 &
-		eval wp$i=$!
-	done
-	wait $wp0; r0=$?; wait $wp1; r1=$?; wait $pp; rp=$?
-	cat "$pslog" "$out.w0" "$out.w1" >"$out"; rm -f "$pslog" "$out.w0" "$out.w1"
-	[ $r0 -eq 0 ] && [ $r1 -eq 0 ] && [ $rp -eq 0 ] || fail "exit statuses: worker 0 $r0, worker 1 $r1, ps $rp"
+	two_workers "[::1]" --worker_hosts="$wh" --sync_replicas --transport=tcp
 	check_ce 5000 2
 	;;
 own_name)
@@ -642,27 +645,11 @@ own_name)
 	{ [ -n "$name" ] && [ -n "$addr" ]; } || { echo "SKIPPED: needs RDMAPS_OWN_NAME (a name /etc/hosts maps to 127.0.1.1) and RDMAPS_RDMA_ADDR"; rm -f "$out"; exit 77; }
 	pslog=${TMPDIR:-/tmp}/rdmaps-e2e-$$-own-ps.log
 	wh=$name:1,$name:2
-	for try in 1 2 3; do
-		p0=$((10000 + ($$ * 7 + try * 131 + 4000) % 6000))
-		rm -f "$pslog"
-		"$bin" --job_name=ps --task_index=0 --ps_hosts="$name:$p0" --worker_hosts="$wh" --sync_replicas \
-			--transport="$tr" --timeout=60 >"$pslog" 2>&1 &
-		pp=$!
-		k=0
-		while ! grep -qs "listening on\|cannot listen" "$pslog" && [ $k -lt 100 ]; do sleep 0.1; k=$((k + 1)); done
-		grep -q "listening on" "$pslog" && break
-		wait $pp
-	done
+	ps_host=$name
+	ps_listening 4000 1 0 --job_name=ps --worker_hosts="$wh" --sync_replicas --transport="$tr" --timeout=60
+	ps_host=
 	grep -q "listening on" "$pslog" || { cat "$pslog" >"$out"; rm -f "$pslog"; fail "the ps did not listen"; }
-	for i in 0 1; do
-		"$bin" --job_name=worker --task_index=$i --ps_hosts="$addr:$p0" --worker_hosts="$wh" --sync_replicas \
-			--transport="$tr" --timeout=60 --train_steps=50 --log_every=25 --data_dir="$data" \
-			>"$out.w$i" 2>&1 &
-		eval wp$i=$!
-	done
-	wait $wp0; r0=$?; wait $wp1; r1=$?; wait $pp; rp=$?
-	cat "$pslog" "$out.w0" "$out.w1" >"$out"; rm -f "$pslog" "$out.w0" "$out.w1"
-	[ $r0 -eq 0 ] && [ $r1 -eq 0 ] && [ $rp -eq 0 ] || fail "exit statuses: worker 0 $r0, worker 1 $r1, ps $rp"
+	two_workers "$addr" --worker_hosts="$wh" --sync_replicas --transport="$tr"
 	grep -q "ps 0: $name resolves here to 127\.[0-9.]*, a loopback address only: listening on every address (0\.0\.0\.0)" "$out" \
 		|| fail "the ps did not say that it listens on every address"
 	grep -q "ps 0: transport $tr, listening on 0\.0\.0\.0:$p0" "$out" || fail "the ps did not listen on 0.0.0.0:$p0 over $tr"
