@@ -46,6 +46,9 @@ struct shard {
 	struct rt_ctx *ctx;
 	struct rt_listener *lst;
 	struct rt_conn **conns;     /* by worker index; NULL = not connected */
+	struct rt_conn **hs;        /* by worker index: a connection whose set-up is still completing
+				     * (rt_accept_grant_start; tcp: the worker's grants table is awaited
+				     * without holding the serve loop) */
 	size_t n;                   /* floats in this shard */
 	uint8_t *params;            /* PARAMS region */
 	uint8_t **slots;            /* SLOT region per worker */
@@ -381,7 +384,11 @@ static int conn_alive(struct shard *s, int i)
 	}
 }
 
-/* Poll the listener once (no wait).  Returns 1 when a worker connected. */
+static int poll_handshake(struct shard *s, int i);
+
+/* Poll the listener once (no wait) and start the set-up of a worker's
+ * connection.  Returns 1 when a worker connected (its set-up completed at
+ * once: verbs, or a tcp worker that already answered). */
 static int accept_some(struct shard *s, int tmo_ms)
 {
 	const struct rdmaps_job *j = s->j;
@@ -421,7 +428,6 @@ static int accept_some(struct shard *s, int tmo_ms)
 		return 0;
 	}
 	int i = (int)hi->index;
-	int rejoin = s->ever[i];
 	/* An index held by a live connection is refused (two workers started
 	 * with the same --task_index); a dead one is replaced: a worker
 	 * restarted after its predecessor died rejoins even before the idle
@@ -444,10 +450,41 @@ static int accept_some(struct shard *s, int tmo_ms)
 		{ G_PS_COUNTERS, s->counters, counters_bytes(s->W), RT_RIGHT_ATOMIC },
 		{ G_PS_MBOX_SRC, s->mbox_src, (size_t)s->W * MBOX_BYTES, RT_RIGHT_NONE },
 	};
-	if ((rc = rt_accept_grant(&req, g, 4, &s->conns[i]))) {
+	if (s->hs[i]) {
+		/* its previous attempt (a worker restarted, or a retry after a
+		 * lost answer) never completed: this one replaces it */
+		fprintf(stderr, "ps %d: worker %d connected again before its previous connection's set-up "
+			"completed: replacing it\n", j->task_index, i);
+		rt_conn_delete(&s->hs[i]);
+	}
+	if ((rc = rt_accept_grant_start(&req, g, 4, &s->hs[i]))) {
 		fprintf(stderr, "ps %d: connection of worker %d failed: %s\n", j->task_index, i, rdmaps_strerror(rc));
 		return 0;
 	}
+	return poll_handshake(s, i);
+}
+
+/* Worker i's connection in s->hs[i]: complete it if its set-up arrived.
+ * Returns 1 when it did (the worker is connected), else 0. */
+static int poll_handshake(struct shard *s, int i)
+{
+	const struct rdmaps_job *j = s->j;
+	int rc = rt_accept_poll(s->hs[i]);
+
+	if (rc == RDMAPS_E_AGAIN)
+		return 0;
+	if (rc) {
+		fprintf(stderr, "ps %d: connection of worker %d failed: %s\n", j->task_index, i, rdmaps_strerror(rc));
+		rt_conn_delete(&s->hs[i]);
+		return 0;
+	}
+	if (s->conns[i]) { /* not expected: accept_some replaced or refused it */
+		rt_conn_delete(&s->conns[i]);
+		s->probe_sent[i] = 0;
+	}
+	s->conns[i] = s->hs[i];
+	s->hs[i] = NULL;
+	int rejoin = s->ever[i];
 	s->ever[i] = 1;
 	s->gone[i] = 0;
 	if (rejoin) {
@@ -461,6 +498,17 @@ static int accept_some(struct shard *s, int tmo_ms)
 	if (!is_pending(s, i))
 		release(s, i);
 	return 1;
+}
+
+/* Every connection still in its set-up: returns 1 when one completed. */
+static int poll_handshakes(struct shard *s)
+{
+	int any = 0;
+
+	for (int i = 0; i < s->W; i++)
+		if (s->hs[i])
+			any |= poll_handshake(s, i);
+	return any;
 }
 
 /* A broken connection shows as a negative rt_poll (RDMAPS_E_PEER_GONE).
@@ -632,12 +680,13 @@ static int serve(struct shard *s)
 		int accepted = 0;
 		if (now - last_accept >= ACCEPT_EVERY) {
 			last_accept = now;
-			if (accept_some(s, 0))
+			if (poll_handshakes(s) | accept_some(s, 0))
 				any = accepted = 1;
-			/* accept_some can wait (a client's set-up, RT_HANDSHAKE_MS; a
-			 * liveness check, LIVE_CHECK_S): never count that time with a
-			 * clock read before it (last_progress = a stale now made the
-			 * next idle pass give up) */
+			/* accept_some can wait (a verbs client's set-up,
+			 * RT_HANDSHAKE_VERBS_MS; a liveness check, LIVE_CHECK_S; a
+			 * tcp client's set-up no longer: poll_handshakes): never
+			 * count that time with a clock read before it (last_progress
+			 * = a stale now made the next idle pass give up) */
 			now = rdmaps_now();
 			stall_check(s, &last_pass, now, &last_progress); /* (stopped in there) */
 		}
@@ -791,6 +840,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.mbox_src = rt_alloc(s.ctx, (size_t)s.W * MBOX_BYTES);
 	s.slots = calloc(s.W, sizeof(*s.slots));
 	s.conns = calloc(s.W, sizeof(*s.conns));
+	s.hs = calloc(s.W, sizeof(*s.hs));
 	s.consumed = calloc(s.W, sizeof(*s.consumed));
 	s.pending = calloc(s.W + 1, sizeof(*s.pending));
 	s.gsrc = calloc(s.W + 1, sizeof(*s.gsrc));
@@ -800,7 +850,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.acc = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.m = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.v = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
-	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.consumed || !s.pending || !s.gsrc ||
+	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.hs || !s.consumed || !s.pending || !s.gsrc ||
 	    !s.ever || !s.gone || !s.probe_sent || !s.acc || !s.m || !s.v) {
 		fprintf(stderr, "ps %d: out of memory\n", j->task_index);
 		goto err_mem;
@@ -856,8 +906,10 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	printf("\n");
 	fflush(stdout);
 	ret = gave_up || s.ckpt_failed ? 1 : 0;
-	for (int i = 0; i < s.W; i++)
+	for (int i = 0; i < s.W; i++) {
 		rt_conn_delete(&s.conns[i]);
+		rt_conn_delete(&s.hs[i]);
+	}
 	rt_listener_delete(&s.lst);
 err_mem:
 	if (s.slots)
@@ -867,7 +919,7 @@ err_mem:
 	if (s.params) rt_free(s.ctx, s.params, params_bytes(s.n));
 	if (s.counters) rt_free(s.ctx, s.counters, counters_bytes(s.W));
 	if (s.mbox_src) rt_free(s.ctx, s.mbox_src, (size_t)s.W * MBOX_BYTES);
-	free(s.slots); free(s.conns); free(s.consumed); free(s.pending); free(s.gsrc);
+	free(s.slots); free(s.conns); free(s.hs); free(s.consumed); free(s.pending); free(s.gsrc);
 	free(s.ever); free(s.gone); free(s.probe_sent);
 	free(s.acc); free(s.m); free(s.v);
 	rt_ctx_delete(&s.ctx);

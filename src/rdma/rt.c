@@ -271,8 +271,8 @@ const struct rt_hello *rt_request_hello(const struct rt_request *req)
 	return req ? &req->hello : NULL;
 }
 
-int rt_accept_grant(struct rt_request **preq, const struct rt_grant *grants,
-		    int ngrants, struct rt_conn **out)
+static int accept_grant(struct rt_request **preq, const struct rt_grant *grants,
+			int ngrants, struct rt_conn **out, int start)
 {
 	struct rt_request *req;
 	struct rt_conn *c;
@@ -292,7 +292,12 @@ int rt_accept_grant(struct rt_request **preq, const struct rt_grant *grants,
 	c->ops = req->ctx->ops;
 	c->ctx = req->ctx;
 	c->peer_hello = req->hello;
-	rc = req->ctx->ops->accept_grant(req, grants, ngrants, c);
+	if (start && req->ctx->ops->accept_start) {
+		rc = req->ctx->ops->accept_start(req, grants, ngrants, c);
+		c->handshaking = !rc;
+	} else {
+		rc = req->ctx->ops->accept_grant(req, grants, ngrants, c);
+	}
 	if (rc) {
 		free(c);
 		goto out;
@@ -301,6 +306,32 @@ int rt_accept_grant(struct rt_request **preq, const struct rt_grant *grants,
 out:
 	free(req);
 	*preq = NULL;
+	return rc;
+}
+
+int rt_accept_grant(struct rt_request **preq, const struct rt_grant *grants,
+		    int ngrants, struct rt_conn **out)
+{
+	return accept_grant(preq, grants, ngrants, out, 0);
+}
+
+int rt_accept_grant_start(struct rt_request **preq, const struct rt_grant *grants,
+			  int ngrants, struct rt_conn **out)
+{
+	return accept_grant(preq, grants, ngrants, out, 1);
+}
+
+int rt_accept_poll(struct rt_conn *c)
+{
+	int rc;
+
+	if (!c)
+		return RDMAPS_E_INVAL;
+	if (!c->handshaking)
+		return RDMAPS_OK;
+	rc = c->ops->accept_poll(c);
+	if (rc != RDMAPS_E_AGAIN)
+		c->handshaking = rc ? -1 : 0;   /* -1: failed, stays unusable */
 	return rc;
 }
 
@@ -414,7 +445,7 @@ static inline int post(struct rt_conn *c, enum rt_op op, uint32_t lid, size_t lo
 {
 	int rc;
 
-	if (!c)
+	if (!c || c->handshaking)
 		return RDMAPS_E_INVAL;
 	rc = rt_check_op(c, op, lid, loff, rid, roff, len);
 	if (rc)
@@ -450,14 +481,14 @@ int rt_cmp_swap(struct rt_conn *c, uint32_t lid, size_t loff, uint32_t rid,
 
 int rt_poll(struct rt_conn *c, struct rt_completion *comps, int max, int timeout_ms)
 {
-	if (!c || (!comps && max) || max < 0 || timeout_ms < 0)
+	if (!c || c->handshaking || (!comps && max) || max < 0 || timeout_ms < 0)
 		return RDMAPS_E_INVAL;
 	return c->ops->poll(c, comps, max, timeout_ms);
 }
 
 int rt_flush(struct rt_conn *c, int timeout_ms)
 {
-	if (!c || timeout_ms < 0)
+	if (!c || c->handshaking || timeout_ms < 0)
 		return RDMAPS_E_INVAL;
 	return c->ops->flush(c, timeout_ms);
 }

@@ -223,6 +223,20 @@ const struct rt_hello *rt_request_hello(const struct rt_request *req);
 /* Complete the connection, granting the peer these regions. Frees req. */
 int rt_accept_grant(struct rt_request **req, const struct rt_grant *grants,
 		    int ngrants, struct rt_conn **conn);
+/* The same without waiting for the peer's part of the set-up, for a server
+ * that serves other peers on the same thread: on RDMAPS_OK *conn exists but
+ * may still be completing; call rt_accept_poll until it returns RDMAPS_OK
+ * (usable from then on) or an error (delete it with rt_conn_delete).  Until
+ * then no operation may be posted or polled on it (RDMAPS_E_INVAL).  Over
+ * tcp the peer's part is awaited for RT_HANDSHAKE_MS (2 s) from the start;
+ * over verbs the connection is complete when this returns (the verbs backend
+ * still waits for it here, up to 10 s: docs/transport.md).  Frees req. */
+int rt_accept_grant_start(struct rt_request **req, const struct rt_grant *grants,
+			  int ngrants, struct rt_conn **conn);
+/* RDMAPS_OK: conn is complete; RDMAPS_E_AGAIN: not yet (poll again); any
+ * other status: the set-up failed (the peer went away, sent a malformed or
+ * refusing answer, or did not answer within its bound).  Never waits. */
+int rt_accept_poll(struct rt_conn *conn);
 /* Refuse the connection (peer gets RDMAPS_E_REFUSED). Frees req. */
 int rt_reject(struct rt_request **req);
 /* Refuse with a reason the peer's rt_connect returns: RDMAPS_E_REFUSED,

@@ -65,6 +65,10 @@ struct rt_conn {
 	int remote_valid[RT_MAX_GRANTS];
 	char errmsg[160];
 	void *backend;
+	/* server side, between rt_accept_grant_start and the rt_accept_poll
+	 * that completes it: no operation may use the connection */
+	int handshaking;
+	void *hs;                   /* the backend's state meanwhile (tcp) */
 };
 
 struct rt_ops {
@@ -78,6 +82,15 @@ struct rt_ops {
 	int (*accept)(struct rt_listener *lst, int timeout_ms, struct rt_request *req);
 	int (*accept_grant)(struct rt_request *req, const struct rt_grant *g, int n,
 			    struct rt_conn *conn);
+	/* Optional (NULL: rt_accept_grant_start calls accept_grant, which
+	 * completes the connection before returning): send this side's part
+	 * of the set-up and return; accept_poll then completes the connection
+	 * without waiting (RDMAPS_OK), says the peer's part has not arrived
+	 * yet (RDMAPS_E_AGAIN, within RT_HANDSHAKE_MS of the start), or fails.
+	 * conn_fini releases a connection in either state. */
+	int (*accept_start)(struct rt_request *req, const struct rt_grant *g, int n,
+			    struct rt_conn *conn);
+	int (*accept_poll)(struct rt_conn *conn);
 	void (*reject)(struct rt_request *req);
 	int (*connect)(struct rt_ctx *ctx, const char *host, uint16_t port,
 		       const struct rt_hello *hello, const struct rt_grant *g, int n,
@@ -133,11 +146,14 @@ int rt_remaining_ms(uint64_t deadline);
 
 /* rt_accept_grant's wait for the client's part of the set-up, once
  * rt_accept returned it (tcp: its grants table; verbs: ESTABLISHED and its
- * table), capped by the ctx timeout.  The server (the ps) calls it on the
- * thread that serves everyone, so a client that stops half-way must not hold
+ * table), capped by the ctx timeout; over tcp also how long
+ * rt_accept_poll keeps a started set-up.  The server (the ps) serves
+ * everyone on one thread, so a client that stops half-way must not hold
  * that thread for the ctx timeout (--timeout: docs/hardening.md, "Hostile
- * TCP peers").  An honest client answers at once: it is blocked in its own
- * set-up, computing nothing, and has one message to send. */
+ * TCP peers"); over tcp it holds nothing since the ps polls the set-up
+ * (rt_accept_grant_start).  An honest client answers at once: it is
+ * blocked in its own set-up, computing nothing, and has one message to
+ * send. */
 #define RT_HANDSHAKE_MS 2000
 /* verbs: an rdma_cm exchange (REP, RTU) before the table, in CI under
  * SoftRoCE in an emulated (TCG) VM with several tasks on 2 vCPUs: more room,

@@ -9,7 +9,9 @@
  * returns.  rt_accept_grant sends, on the client's OPS socket, a set-up
  * reply (status 0) with the server's grants table; the client answers with
  * its own table on the same socket, within RT_HANDSHAKE_MS (rt_internal.h).
- * rt_reject answers REFUSED. */
+ * rt_accept_grant_start sends the reply and returns; rt_accept_poll then
+ * completes the connection once the client's whole answer is there, without
+ * waiting.  rt_reject answers REFUSED. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -21,6 +23,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tcp_internal.h"
@@ -508,14 +511,24 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 	}
 }
 
-static int tcp_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
+/* The same in two halves, for a server that must not wait on one client
+ * (the ps: rt_accept_grant_start).  The start sends our set-up reply; the
+ * poll looks (MSG_PEEK, never waiting) for the client's whole answer and
+ * only then reads it, so a client that stops half-way costs the server
+ * nothing but its sockets until RT_HANDSHAKE_MS has passed. */
+struct tcp_hs {
+	int fd_ops, fd_serve;
+	uint64_t deadline;
+};
+
+static int tcp_accept_start(struct rt_request *req, const struct rt_grant *g, int n,
 			    struct rt_conn *conn)
 {
 	struct tcp_request *r = req->backend;
-	uint64_t deadline = rt_handshake_deadline(req->ctx, RT_HANDSHAKE_MS); /* not --timeout: see rt_internal.h */
+	uint64_t deadline = rt_handshake_deadline(req->ctx, RT_HANDSHAKE_MS);
 	uint8_t table[RT_TABLE_MAX_LEN];
+	struct tcp_hs *hs = NULL;
 	size_t tlen = 0;
-	int32_t st = 0;
 	int rc;
 
 	rc = rt_grants_to_local(conn, g, n);
@@ -525,26 +538,130 @@ static int tcp_accept_grant(struct rt_request *req, const struct rt_grant *g, in
 		send_setup(r->fd_ops, RDMAPS_E_REFUSED, NULL, 0, deadline);
 		goto err;
 	}
+	hs = malloc(sizeof(*hs));
+	if (!hs) {
+		RDMAPS_ERR("tcp: out of memory for a connection");
+		send_setup(r->fd_ops, RDMAPS_E_REFUSED, NULL, 0, deadline);
+		rc = RDMAPS_E_NOMEM;
+		goto err;
+	}
+	/* 16 bytes and a table of at most 1 KiB on a new socket: its send
+	 * buffer takes them at once */
 	rc = send_setup(r->fd_ops, 0, table, tlen, deadline);
-	if (!rc)
-		rc = recv_setup(r->fd_ops, conn, &st, deadline);
-	if (!rc && st)
-		rc = RDMAPS_E_PROTO;
-	if (!rc)
-		rc = conn_start(conn, r->fd_serve, r->fd_ops);
 	if (rc) {
 		RDMAPS_ERR("tcp: completing the connection of role %u index %u failed: %s",
 			   req->hello.role, req->hello.index, rdmaps_strerror(rc));
 		goto err;
 	}
+	hs->fd_ops = r->fd_ops;
+	hs->fd_serve = r->fd_serve;
+	hs->deadline = deadline;
+	conn->hs = hs;
 	free(r);
 	req->backend = NULL;
 	return RDMAPS_OK;
 err:
+	free(hs);
 	close(r->fd_ops);
 	close(r->fd_serve);
 	free(r);
 	req->backend = NULL;
+	return rc;
+}
+
+static void hs_close(struct rt_conn *conn)
+{
+	struct tcp_hs *hs = conn->hs;
+
+	if (!hs)
+		return;
+	close(hs->fd_ops);
+	close(hs->fd_serve);
+	free(hs);
+	conn->hs = NULL;
+}
+
+static int tcp_accept_poll(struct rt_conn *conn)
+{
+	struct tcp_hs *hs = conn->hs;
+	uint8_t buf[TCP_SETUP_LEN + RT_TABLE_MAX_LEN];
+	ssize_t got;
+	int32_t st = 0;
+	int rc;
+
+	if (!hs)
+		return RDMAPS_E_INVAL;
+	do
+		got = recv(hs->fd_ops, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	while (got < 0 && errno == EINTR);
+	if (got == 0) {
+		rc = RDMAPS_E_PEER_GONE;
+		goto fail;
+	}
+	if (got < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			rc = tcp_errno_status(errno);
+			goto fail;
+		}
+		got = 0;
+	}
+	if (got >= TCP_SETUP_LEN) {
+		uint32_t tlen = rt_get32(buf + 12);
+
+		if (rt_get32(buf) != TCP_SETUP_MAGIC || rt_get16(buf + 4) != 1 || tlen > RT_TABLE_MAX_LEN) {
+			rc = RDMAPS_E_PROTO;
+			goto fail;
+		}
+		/* a refusal carries no table (recv_setup checks) */
+		if (rt_get32(buf + 8) || (size_t)got >= TCP_SETUP_LEN + (size_t)tlen)
+			goto complete;
+	}
+	if (rt_now_ms() < hs->deadline)
+		return RDMAPS_E_AGAIN;
+	rc = RDMAPS_E_TIMEOUT;
+	goto fail;
+complete:
+	/* all of it is there: recv_setup does not wait */
+	rc = recv_setup(hs->fd_ops, conn, &st, rt_now_ms() + 100);
+	if (!rc && st)
+		rc = RDMAPS_E_PROTO;
+	if (!rc)
+		rc = conn_start(conn, hs->fd_serve, hs->fd_ops);
+	if (rc)
+		goto fail;
+	free(hs);
+	conn->hs = NULL;
+	return RDMAPS_OK;
+fail:
+	RDMAPS_ERR("tcp: completing the connection of role %u index %u failed: %s%s",
+		   conn->peer_hello.role, conn->peer_hello.index, rdmaps_strerror(rc),
+		   rc == RDMAPS_E_TIMEOUT ? " (its grants table did not come within the set-up bound)" : "");
+	hs_close(conn);
+	return rc;
+}
+
+/* Both halves in one call (rt_accept_grant): waits for the client's part,
+ * within RT_HANDSHAKE_MS. */
+static int tcp_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
+			    struct rt_conn *conn)
+{
+	int rc = tcp_accept_start(req, g, n, conn);
+
+	if (rc)
+		return rc;
+	while ((rc = tcp_accept_poll(conn)) == RDMAPS_E_AGAIN) {
+		const struct tcp_hs *hs = conn->hs;
+		struct pollfd p = { .fd = hs->fd_ops, .events = POLLIN };
+		int left = rt_remaining_ms(hs->deadline);
+
+		/* part of the answer may be there already (poll returns at
+		 * once): then wait a little instead of spinning on it */
+		if (poll(&p, 1, left > 0 ? left : 1) > 0) {
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
 	return rc;
 }
 
@@ -688,6 +805,7 @@ static void tcp_conn_fini(struct rt_conn *c)
 {
 	struct tcp_conn *t = c->backend;
 
+	hs_close(c);
 	if (!t)
 		return;
 	tcp_serve_remove(c->ctx, t->srv);  /* closes the serve socket later */
@@ -707,6 +825,8 @@ const struct rt_ops rt_tcp_ops = {
 	.listener_fini = tcp_listener_fini,
 	.accept = tcp_accept,
 	.accept_grant = tcp_accept_grant,
+	.accept_start = tcp_accept_start,
+	.accept_poll = tcp_accept_poll,
 	.reject = tcp_reject,
 	.connect = tcp_connect,
 	.conn_fini = tcp_conn_fini,

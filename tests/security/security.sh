@@ -17,7 +17,10 @@
 #        auth token), honest workers 0 and 1 training, hostile_peer's observer
 #        as worker 3 timing the parameter version; then as worker 2:
 #        stall: a half handshake (hellos, then silence): the ps must close it
-#          within 4.5 s and the version must not stand still for 4.5 s;
+#          within 4.5 s, and the version must not stand still for 1 s (the
+#          ps completes set-ups without waiting on them: rt_accept_poll;
+#          until 2026-12-06 it held its serve loop for the 2 s set-up bound
+#          and the version stood still for 1.23-1.91 s);
 #        ring: a peer that pushes but never reads its mailbox socket: the
 #          version must not stand still for 5 s, and the ps drops it.
 #        Then worker 2 connects honestly and must be accepted (rejoin).
@@ -199,7 +202,7 @@ stall|ring)
 		held=$(sed -n 's/^HOSTILE stall: ps closed it after \([0-9.]*\) s$/\1/p' "$t/hostile.log")
 		[ -n "$held" ] || fail "the ps never closed the half-open connection"
 		awk "BEGIN{exit !($held < 4.5)}" || fail "the ps held the half handshake for $held s (limit 4.5 s)"
-		awk "BEGIN{exit !($gap < 4.5)}" || fail "training stood still for $gap s during the attack (limit 4.5 s)"
+		awk "BEGIN{exit !($gap < 1)}" || fail "training stood still for $gap s during the attack (limit 1 s)"
 	else
 		awk "BEGIN{exit !($gap < 5)}" || fail "training stood still for $gap s during the attack (limit 5 s)"
 		grep -q "lost worker 2" "$t/ps.log" || fail "the ps did not drop the peer that never reads"

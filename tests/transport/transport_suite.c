@@ -236,11 +236,28 @@ static int target_main(int port_fd, int ctrl_fd, int with_adder)
 			__atomic_store_n(&g_slow_serve, 1, __ATOMIC_RELAXED);
 			continue;
 		}
-		rc = rt_accept_grant(&req, g, 4, &conns[nconn]);
-		if (rc)
-			fprintf(stderr, "target: rt_accept_grant: %s\n", rdmaps_strerror(rc));
-		else
+		/* the ps's way: start, then poll until the client's part is
+		 * there (over verbs the start completes it) */
+		rc = rt_accept_grant_start(&req, g, 4, &conns[nconn]);
+		if (rc) {
+			fprintf(stderr, "target: rt_accept_grant_start: %s\n", rdmaps_strerror(rc));
+			continue;
+		}
+		while ((rc = rt_accept_poll(conns[nconn])) == RDMAPS_E_AGAIN) {
+			/* not complete yet: no operation may touch it */
+			if (rt_read(conns[nconn], G_BIG, 0, 0, 0, 8, 0, 0) != RDMAPS_E_INVAL ||
+			    rt_flush(conns[nconn], 0) != RDMAPS_E_INVAL) {
+				fprintf(stderr, "target: a connection in its set-up took an operation\n");
+				abort();
+			}
+			usleep(100);
+		}
+		if (rc) {
+			fprintf(stderr, "target: rt_accept_poll: %s\n", rdmaps_strerror(rc));
+			rt_conn_delete(&conns[nconn]);
+		} else {
 			nconn++;
+		}
 	}
 	if (with_adder)
 		pthread_join(thr, NULL);
