@@ -152,6 +152,19 @@ static int send_setup(int fd, int32_t status, const uint8_t *table, size_t tlen,
 	return rc;
 }
 
+/* A set-up header: magic and version, the peer's status, the table length
+ * that follows (none after a refusal, at most RT_TABLE_MAX_LEN). */
+static int setup_header(const uint8_t *h, int32_t *status, uint32_t *tlen)
+{
+	if (rt_get32(h) != TCP_SETUP_MAGIC || rt_get16(h + 4) != 1)
+		return RDMAPS_E_PROTO;
+	*status = (int32_t)rt_get32(h + 8);
+	*tlen = rt_get32(h + 12);
+	if (*status ? *tlen != 0 : *tlen > RT_TABLE_MAX_LEN)
+		return RDMAPS_E_PROTO;
+	return RDMAPS_OK;
+}
+
 /* Receive a set-up message; *status is the peer's; the table lands in conn. */
 static int recv_setup(int fd, struct rt_conn *conn, int32_t *status, uint64_t deadline)
 {
@@ -161,16 +174,10 @@ static int recv_setup(int fd, struct rt_conn *conn, int32_t *status, uint64_t de
 	int n = 0, rc;
 
 	rc = tcp_recv_all(fd, h, sizeof(h), deadline);
-	if (rc)
+	if (!rc)
+		rc = setup_header(h, status, &tlen);
+	if (rc || *status)
 		return rc;
-	if (rt_get32(h) != TCP_SETUP_MAGIC || rt_get16(h + 4) != 1)
-		return RDMAPS_E_PROTO;
-	*status = (int32_t)rt_get32(h + 8);
-	tlen = rt_get32(h + 12);
-	if (*status)
-		return tlen ? RDMAPS_E_PROTO : RDMAPS_OK;
-	if (tlen > sizeof(table))
-		return RDMAPS_E_PROTO;
 	rc = tcp_recv_all(fd, table, tlen, deadline);
 	if (rc)
 		return rc;
@@ -606,14 +613,12 @@ static int tcp_accept_poll(struct rt_conn *conn)
 		got = 0;
 	}
 	if (got >= TCP_SETUP_LEN) {
-		uint32_t tlen = rt_get32(buf + 12);
+		uint32_t tlen;
 
-		if (rt_get32(buf) != TCP_SETUP_MAGIC || rt_get16(buf + 4) != 1 || tlen > RT_TABLE_MAX_LEN) {
-			rc = RDMAPS_E_PROTO;
+		rc = setup_header(buf, &st, &tlen);
+		if (rc)
 			goto fail;
-		}
-		/* a refusal carries no table (recv_setup checks) */
-		if (rt_get32(buf + 8) || (size_t)got >= TCP_SETUP_LEN + (size_t)tlen)
+		if ((size_t)got >= TCP_SETUP_LEN + (size_t)tlen)
 			goto complete;
 	}
 	if (rt_now_ms() < hs->deadline)
