@@ -47,8 +47,8 @@ struct shard {
 	struct rt_listener *lst;
 	struct rt_conn **conns;     /* by worker index; NULL = not connected */
 	struct rt_conn **hs;        /* by worker index: a connection whose set-up is still completing
-				     * (rt_accept_grant_start; tcp: the worker's grants table is awaited
-				     * without holding the serve loop) */
+				     * (rt_accept_grant_start: the worker's part is awaited without
+				     * holding the serve loop) */
 	size_t n;                   /* floats in this shard */
 	uint8_t *params;            /* PARAMS region */
 	uint8_t **slots;            /* SLOT region per worker */
@@ -682,11 +682,10 @@ static int serve(struct shard *s)
 			last_accept = now;
 			if (poll_handshakes(s) | accept_some(s, 0))
 				any = accepted = 1;
-			/* accept_some can wait (a verbs client's set-up,
-			 * RT_HANDSHAKE_VERBS_MS; a liveness check, LIVE_CHECK_S; a
-			 * tcp client's set-up no longer: poll_handshakes): never
-			 * count that time with a clock read before it (last_progress
-			 * = a stale now made the next idle pass give up) */
+			/* accept_some can wait (a liveness check, LIVE_CHECK_S; a
+			 * client's set-up no longer: poll_handshakes): never count
+			 * that time with a clock read before it (last_progress = a
+			 * stale now made the next idle pass give up) */
 			now = rdmaps_now();
 			stall_check(s, &last_pass, now, &last_progress); /* (stopped in there) */
 		}

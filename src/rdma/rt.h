@@ -227,10 +227,10 @@ int rt_accept_grant(struct rt_request **req, const struct rt_grant *grants,
  * that serves other peers on the same thread: on RDMAPS_OK *conn exists but
  * may still be completing; call rt_accept_poll until it returns RDMAPS_OK
  * (usable from then on) or an error (delete it with rt_conn_delete).  Until
- * then no operation may be posted or polled on it (RDMAPS_E_INVAL).  Over
- * tcp the peer's part is awaited for RT_HANDSHAKE_MS (2 s) from the start;
- * over verbs the connection is complete when this returns (the verbs backend
- * still waits for it here, up to 10 s: docs/transport.md).  Frees req. */
+ * then no operation may be posted or polled on it (RDMAPS_E_INVAL).  The
+ * peer's part (tcp: its grants table; verbs: ESTABLISHED, then its table)
+ * is awaited for RT_HANDSHAKE_MS (tcp, 2 s) or RT_HANDSHAKE_VERBS_MS (verbs,
+ * 10 s) from the start, or the ctx timeout if shorter.  Frees req. */
 int rt_accept_grant_start(struct rt_request **req, const struct rt_grant *grants,
 			  int ngrants, struct rt_conn **conn);
 /* RDMAPS_OK: conn is complete; RDMAPS_E_AGAIN: not yet (poll again); any

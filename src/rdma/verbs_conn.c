@@ -309,15 +309,17 @@ static int conn_setup(struct rt_conn *conn, const struct rt_grant *g, int n)
 	return post_ctrl_recv(vc);
 }
 
-/* After ESTABLISHED: SEND our advertised grants, RECV the peer's. */
-static int exchange_tables(struct rt_conn *conn, uint64_t deadline)
+/* After ESTABLISHED: SEND our advertised grants (tables_post), RECV the
+ * peer's (tables_take, once ctrl_sent and ctrl_recvd): exchange_tables
+ * waits for both, verbs_accept_poll looks without waiting. */
+static int tables_post(struct rt_conn *conn)
 {
 	struct verbs_conn *vc = conn->backend;
-	struct rt_remote mine[RT_MAX_GRANTS], theirs[RT_MAX_GRANTS];
+	struct rt_remote mine[RT_MAX_GRANTS];
 	struct ibv_send_wr wr, *bad = NULL;
 	struct ibv_sge sge;
 	size_t len = 0;
-	int n = 0, m = 0, rc;
+	int n = 0, rc;
 
 	for (uint32_t i = 0; i < RT_MAX_GRANTS; i++) {
 		const struct rt_local *l = &conn->local[i];
@@ -350,17 +352,15 @@ static int exchange_tables(struct rt_conn *conn, uint64_t deadline)
 		RDMAPS_ERR("verbs: ibv_post_send(grants table) failed: %s", strerror(rc));
 		return RDMAPS_E_IO;
 	}
-	while (!(vc->ctrl_sent && vc->ctrl_recvd)) {
-		rc = verbs_progress(conn);
-		if (rc < 0)
-			return rc;
-		if (vc->broken)
-			return vc->broken;
-		if (!rc && rt_now_ms() >= deadline) {
-			RDMAPS_ERR("verbs: timed out exchanging grants tables");
-			return RDMAPS_E_TIMEOUT;
-		}
-	}
+	return RDMAPS_OK;
+}
+
+static int tables_take(struct rt_conn *conn)
+{
+	struct verbs_conn *vc = conn->backend;
+	struct rt_remote theirs[RT_MAX_GRANTS];
+	int m = 0, rc;
+
 	rc = rt_desc_table_decode(vc->ctrl + VERBS_CTRL_BYTES, vc->ctrl_recv_len,
 				  theirs, RT_MAX_GRANTS, &m);
 	if (rc) {
@@ -377,6 +377,27 @@ static int exchange_tables(struct rt_conn *conn, uint64_t deadline)
 		conn->remote_valid[theirs[i].id] = 1;
 	}
 	return RDMAPS_OK;
+}
+
+static int exchange_tables(struct rt_conn *conn, uint64_t deadline)
+{
+	struct verbs_conn *vc = conn->backend;
+	int rc = tables_post(conn);
+
+	if (rc)
+		return rc;
+	while (!(vc->ctrl_sent && vc->ctrl_recvd)) {
+		rc = verbs_progress(conn);
+		if (rc < 0)
+			return rc;
+		if (vc->broken)
+			return vc->broken;
+		if (!rc && rt_now_ms() >= deadline) {
+			RDMAPS_ERR("verbs: timed out exchanging grants tables");
+			return RDMAPS_E_TIMEOUT;
+		}
+	}
+	return tables_take(conn);
 }
 
 static struct verbs_conn *vconn_new(void)
@@ -599,17 +620,18 @@ static void rd_atom_limits(struct ibv_context *verbs, uint8_t *resp, uint8_t *in
 		*init = (uint8_t)da.max_qp_init_rd_atom;
 }
 
-int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
+/* The server's half of the set-up, up to rdma_accept: verbs_accept_poll
+ * (without waiting) or verbs_accept_grant (waiting) completes it. */
+int verbs_accept_start(struct rt_request *req, const struct rt_grant *g, int n,
 		       struct rt_conn *conn)
 {
 	struct verbs_request *vr = req->backend;
-	/* ESTABLISHED and the client's table: a short wait, not the ctx
-	 * timeout (the ps calls this on its only serving thread) */
+	/* ESTABLISHED and the client's table: a short bound, not the ctx
+	 * timeout (the ps serves everyone on one thread) */
 	uint64_t deadline = rt_handshake_deadline(req->ctx, RT_HANDSHAKE_VERBS_MS);
 	struct rdma_conn_param cp;
-	struct rdma_cm_event *ev = NULL;
 	struct verbs_conn *vc;
-	int rc, accepted = 0;
+	int rc;
 
 	vc = vconn_new();
 	if (!vc) {
@@ -641,23 +663,88 @@ int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 		rc = RDMAPS_E_IO;
 		goto err;
 	}
-	accepted = 1;
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, rt_remaining_ms(deadline), 0, &ev);
-	if (rc)
-		goto err;
-	rdma_ack_cm_event(ev);
-	vc->connected = 1;
-	rc = exchange_tables(conn, deadline);
-	if (rc)
-		goto err;
+	vc->hs_state = 1;
+	vc->hs_deadline = deadline;
 	return RDMAPS_OK;
-
 err:
-	if (!accepted && vc->id)
+	if (vc->id)
 		reject_id(vc->id, VERBS_REJ_REFUSED);
 	rt_conn_set_err(conn, "verbs: accept failed: %s", rdmaps_strerror(rc));
 	conn_teardown(conn);
 	return rc;
+}
+
+static int accept_fail(struct rt_conn *conn, int rc)
+{
+	rt_conn_set_err(conn, "verbs: accept failed: %s", rdmaps_strerror(rc));
+	conn_teardown(conn);
+	return rc;
+}
+
+int verbs_accept_poll(struct rt_conn *conn)
+{
+	struct verbs_conn *vc = conn->backend;
+	struct rdma_cm_event *ev = NULL;
+	int rc;
+
+	if (!vc)
+		return RDMAPS_E_INVAL;
+	if (!vc->hs_state)
+		return RDMAPS_OK;
+	if (vc->hs_state == 1) {
+		rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, 0, 0, &ev);
+		if (rc == RDMAPS_E_TIMEOUT)
+			goto later;    /* nothing yet: verbs_cm_wait(0) does not wait */
+		if (rc)
+			return accept_fail(conn, rc);
+		rdma_ack_cm_event(ev);
+		vc->connected = 1;
+		rc = tables_post(conn);
+		if (rc)
+			return accept_fail(conn, rc);
+		vc->hs_state = 2;
+	}
+	rc = verbs_progress(conn);
+	if (rc < 0)
+		return accept_fail(conn, rc);
+	if (vc->broken)
+		return accept_fail(conn, vc->broken);
+	if (vc->ctrl_sent && vc->ctrl_recvd) {
+		rc = tables_take(conn);
+		if (rc)
+			return accept_fail(conn, rc);
+		vc->hs_state = 0;
+		return RDMAPS_OK;
+	}
+later:
+	if (rt_now_ms() < vc->hs_deadline)
+		return RDMAPS_E_AGAIN;
+	RDMAPS_ERR("verbs: the set-up of role %u index %u did not complete in time (%s)",
+		   conn->peer_hello.role, conn->peer_hello.index,
+		   vc->hs_state == 1 ? "no ESTABLISHED" : "no grants table");
+	return accept_fail(conn, RDMAPS_E_TIMEOUT);
+}
+
+int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
+		       struct rt_conn *conn)
+{
+	struct rdma_cm_event *ev = NULL;
+	struct verbs_conn *vc;
+	int rc = verbs_accept_start(req, g, n, conn);
+
+	if (rc)
+		return rc;
+	vc = conn->backend;
+	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, rt_remaining_ms(vc->hs_deadline), 0, &ev);
+	if (rc)
+		return accept_fail(conn, rc);
+	rdma_ack_cm_event(ev);
+	vc->connected = 1;
+	rc = exchange_tables(conn, vc->hs_deadline);
+	if (rc)
+		return accept_fail(conn, rc);
+	vc->hs_state = 0;
+	return RDMAPS_OK;
 }
 
 void verbs_reject(struct rt_request *req)

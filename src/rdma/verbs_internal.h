@@ -78,6 +78,9 @@ struct verbs_conn {
 	int connected;
 	int ctrl_sent;            /* control SEND completed (set-up) */
 	int ctrl_recvd;           /* control RECV completed (set-up) */
+	int hs_state;             /* server set-up by verbs_accept_start: 0 none or done,
+				   * 1 ESTABLISHED awaited, 2 tables being exchanged */
+	uint64_t hs_deadline;     /* rt_now_ms() bound of that set-up */
 	struct ibv_comp_channel *cch; /* for long waits in rt_poll / rt_flush */
 	int armed;                /* ibv_req_notify_cq done, event not yet taken */
 	uint32_t ctrl_recv_len;
@@ -142,6 +145,9 @@ void verbs_listener_fini(struct rt_listener *lst);
 int verbs_accept(struct rt_listener *lst, int timeout_ms, struct rt_request *req);
 int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 		       struct rt_conn *conn);
+int verbs_accept_start(struct rt_request *req, const struct rt_grant *g, int n,
+		       struct rt_conn *conn);
+int verbs_accept_poll(struct rt_conn *conn);
 void verbs_reject(struct rt_request *req);
 int verbs_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		  const struct rt_hello *hello, const struct rt_grant *g, int n,

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -820,6 +821,62 @@ static void test_accept_grant(void **state)
 	listener_fini_all_freed(&lst);
 }
 
+/* The split set-up the ps uses (rt_accept_grant_start / rt_accept_poll):
+ * the start returns after rdma_accept, the poll never waits and completes
+ * the connection once ESTABLISHED and the peer's table are there. */
+static void test_accept_start_poll(void **state)
+{
+	struct rt_listener lst = { .ctx = &ctx };
+	struct rt_request req = { .ctx = &ctx };
+	int rc, polls = 0;
+
+	(void)state;
+	assert_int_equal(rt_verbs_ops.listen(&ctx, "0.0.0.0", 7471, &lst), 0);
+	queue_request(&lst, NULL, 0);
+	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	assert_int_equal(rt_verbs_ops.accept_start(&req, grants, 2, &conn), 0);
+	assert_int_equal(mock_c.accepts, 1);
+	assert_int_equal(conn.remote_valid[0], 0);   /* no table yet */
+	while ((rc = rt_verbs_ops.accept_poll(&conn)) == RDMAPS_E_AGAIN)
+		assert_true(++polls < 1000000);
+	assert_int_equal(rc, 0);
+	assert_int_equal(conn.remote_valid[0], 1);
+	assert_int_equal(rt_verbs_ops.accept_poll(&conn), 0);   /* complete stays complete */
+	rt_verbs_ops.conn_fini(&conn);
+	assert_int_equal(mock_c.pds, 0);
+
+	/* no ESTABLISHED but an error event: the poll fails, all unwound */
+	mock_k.accept_event = RDMA_CM_EVENT_CONNECT_ERROR;
+	queue_request(&lst, NULL, 0);
+	req = (struct rt_request){ .ctx = &ctx };
+	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	assert_int_equal(rt_verbs_ops.accept_start(&req, grants, 2, &conn), 0);
+	assert_int_equal(rt_verbs_ops.accept_poll(&conn), RDMAPS_E_UNREACHABLE);
+	assert_null(conn.backend);
+	assert_int_equal(mock_c.pds, 0);
+	rt_verbs_ops.conn_fini(&conn);   /* what rt_conn_delete does next: harmless */
+
+	/* no event at all: AGAIN without waiting, then TIMEOUT once the bound
+	 * (the ctx timeout, 200 ms here, below RT_HANDSHAKE_VERBS_MS) passed */
+	mock_k.accept_event = MOCK_NO_EVENT;
+	queue_request(&lst, NULL, 0);
+	req = (struct rt_request){ .ctx = &ctx };
+	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	assert_int_equal(rt_verbs_ops.accept_start(&req, grants, 2, &conn), 0);
+	{
+		uint64_t t0 = rt_now_ms();
+
+		assert_int_equal(rt_verbs_ops.accept_poll(&conn), RDMAPS_E_AGAIN);
+		assert_true(rt_now_ms() - t0 < 100);
+		while ((rc = rt_verbs_ops.accept_poll(&conn)) == RDMAPS_E_AGAIN)
+			usleep(1000);
+		assert_int_equal(rc, RDMAPS_E_TIMEOUT);
+		assert_true(rt_now_ms() - t0 >= 190);
+	}
+	assert_null(conn.backend);
+	listener_fini_all_freed(&lst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -854,6 +911,7 @@ int main(void)
 		cmocka_unit_test_setup(test_accept_wrong_token_logged_and_refused, setup),
 		cmocka_unit_test_setup(test_accept_unexpected_token_refused, setup),
 		cmocka_unit_test_setup(test_accept_grant, setup),
+		cmocka_unit_test_setup(test_accept_start_poll, setup),
 	};
 
 	return cmocka_run_group_tests_name("unit_verbs", tests, NULL, NULL);
