@@ -1,15 +1,21 @@
 /* hostile_peer: TCP peers that try to stall a real ps (`rdmaps --job_name=ps`)
  * without breaking any rule the ps checks, each found by the network review
  * (docs/hardening.md, "Hostile TCP peers").  Started by
- * tests/security/security.sh next to two honest workers.  TCP only: it
- * speaks the wire format of docs/transport.md on plain sockets (encoders
- * from tcp_internal.h) where it must misbehave.
+ * tests/security/security.sh next to two honest workers.  TCP: it speaks
+ * the wire format of docs/transport.md on plain sockets (encoders from
+ * tcp_internal.h) where it must misbehave; stall_rdma speaks rdma_cm and
+ * verbs directly (the hello of verbs_internal.h).
  *
  * usage:
  *   hostile_peer stall HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-
  *     A half handshake as worker INDEX: both hellos, read the ps's set-up
  *     reply, never send our own table.  Prints how long the ps kept the
  *     half-open connection ("HOSTILE stall: ps closed it after S s").
+ *   hostile_peer stall_rdma HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-
+ *     The same over rdma_cm (the observer over verbs too): connect as worker
+ *     INDEX with a valid hello, take ESTABLISHED and the ps's grants table
+ *     (a RECV is posted for it), never SEND our own table.  Prints the same
+ *     lines; "closed" = the ps's DISCONNECTED arrived.
  *   hostile_peer ring HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-
  *     A full handshake as worker INDEX, then up to 600 "pushes" (a slot header of
  *     kind 99, which the ps ignores but releases, and a FETCH_ADD on
@@ -46,6 +52,7 @@
 #include "cli/cluster.h"
 #include "ps/layout.h"
 #include "rdma/tcp_internal.h"
+#include "rdma/verbs_internal.h"
 
 static char host[256];
 static uint16_t port;
@@ -206,9 +213,9 @@ static void *obs_run(void *arg)
 	return NULL;
 }
 
-static int obs_start(struct observer *o, uint32_t index, uint64_t hash)
+static int obs_start(struct observer *o, uint32_t index, uint64_t hash, enum rt_kind kind)
 {
-	struct rt_ctx_cfg cc = { .kind = RT_TCP, .bind_host = host, .timeout_ms = 30000, .auth_token = token,
+	struct rt_ctx_cfg cc = { .kind = kind, .bind_host = host, .timeout_ms = 30000, .auth_token = token,
 				 .numa_node = -1 };
 	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = index, .layout_hash = hash };
 	int rc;
@@ -295,6 +302,112 @@ static int do_stall(uint32_t index, uint64_t hash)
 	close(fb);
 	sleep(1); /* let the observer see the ps go on */
 	return 0;
+}
+
+/* A half set-up over rdma_cm: everything an honest client does up to
+ * ESTABLISHED (its RECV for the ps's table posted), then silence. */
+static int do_stall_rdma(uint32_t index, uint64_t hash)
+{
+	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = index, .layout_hash = hash };
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	struct rdma_event_channel *ch = NULL;
+	struct rdma_cm_id *id = NULL;
+	struct rdma_cm_event *ev = NULL;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_mr *mr = NULL;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr qa;
+	uint8_t priv[VERBS_HELLO_LEN];
+	char serv[8];
+	void *buf = NULL;
+	int rc = 1, qp = 0, connected = 0;
+	double t0 = rdmaps_now();
+
+	snprintf(serv, sizeof(serv), "%u", port);
+	if (getaddrinfo(host, serv, &hints, &ai)) {
+		fprintf(stderr, "hostile_peer: stall_rdma: cannot resolve %s\n", host);
+		return 1;
+	}
+	if (!(ch = rdma_create_event_channel()) || rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
+		fprintf(stderr, "hostile_peer: stall_rdma: rdma_cm: %s\n", strerror(errno));
+		goto out;
+	}
+	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 5000) ||
+	    verbs_cm_wait(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 10000, 0, &ev))
+		goto cm_failed;
+	rdma_ack_cm_event(ev);
+	if (rdma_resolve_route(id, 5000) || verbs_cm_wait(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 10000, 0, &ev))
+		goto cm_failed;
+	rdma_ack_cm_event(ev);
+	buf = aligned_alloc(64, VERBS_CTRL_BYTES);
+	if (!buf || !(pd = ibv_alloc_pd(id->verbs)) || !(cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0)) ||
+	    !(mr = ibv_reg_mr(pd, buf, VERBS_CTRL_BYTES, IBV_ACCESS_LOCAL_WRITE))) {
+		fprintf(stderr, "hostile_peer: stall_rdma: verbs resources: %s\n", strerror(errno));
+		goto out;
+	}
+	memset(&qa, 0, sizeof(qa));
+	qa.send_cq = qa.recv_cq = cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 2;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(id, pd, &qa)) {
+		fprintf(stderr, "hostile_peer: stall_rdma: rdma_create_qp: %s\n", strerror(errno));
+		goto out;
+	}
+	qp = 1;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = VERBS_CTRL_BYTES, .lkey = mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+	if (ibv_post_recv(id->qp, &rw, &bad)) {
+		fprintf(stderr, "hostile_peer: stall_rdma: ibv_post_recv failed\n");
+		goto out;
+	}
+	verbs_hello_encode(priv, &hello, token, strlen(token));
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = priv;
+	cp.private_data_len = sizeof(priv);
+	cp.retry_count = cp.rnr_retry_count = 7;
+	if (rdma_connect(id, &cp) || verbs_cm_wait(ch, RDMA_CM_EVENT_ESTABLISHED, 20000, 0, &ev))
+		goto cm_failed;
+	rdma_ack_cm_event(ev);
+	connected = 1;
+	printf("HOSTILE stall: ps accepted the rdma_cm connection after %.2f s; now silent\n", rdmaps_now() - t0);
+	fflush(stdout);
+	t0 = rdmaps_now();
+	/* the ps ends the set-up with a disconnect */
+	int r = verbs_cm_wait(ch, RDMA_CM_EVENT_DISCONNECTED, 20000, 1, &ev);
+	if (!r)
+		rdma_ack_cm_event(ev);
+	struct ibv_wc wc;
+	int got = ibv_poll_cq(cq, 1, &wc);
+	printf("HOSTILE stall: its grants table %s\n", got == 1 && wc.status == IBV_WC_SUCCESS ? "arrived"
+	       : "did not arrive");
+	printf("HOSTILE stall: ps %s after %.2f s\n", r == RDMAPS_E_TIMEOUT ? "still holds it" : "closed it",
+	       rdmaps_now() - t0);
+	fflush(stdout);
+	sleep(1); /* let the observer see the ps go on */
+	rc = 0;
+	goto out;
+cm_failed:
+	fprintf(stderr, "hostile_peer: stall_rdma: rdma_cm set-up failed (%s)\n", strerror(errno));
+out:
+	if (connected)
+		rdma_disconnect(id);
+	if (qp)
+		rdma_destroy_qp(id);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	if (id)
+		rdma_destroy_id(id);
+	if (ch)
+		rdma_destroy_event_channel(ch);
+	free(buf);
+	freeaddrinfo(ai);
+	return rc;
 }
 
 static int do_ring(uint32_t index, uint64_t hash)
@@ -410,7 +523,8 @@ int main(int argc, char **argv)
 			goto usage;
 		return do_flood(atoi(argv[3]), atof(argv[4]));
 	}
-	if (argc != 7 || (strcmp(argv[1], "stall") && strcmp(argv[1], "ring")))
+	int rdma = !strcmp(argv[1], "stall_rdma");
+	if (argc != 7 || (strcmp(argv[1], "stall") && strcmp(argv[1], "ring") && !rdma))
 		goto usage;
 	if (strcmp(argv[6], "-")) {
 		char err[160];
@@ -430,11 +544,12 @@ int main(int argc, char **argv)
 	}
 	uint64_t hash = rdmaps_hello_hash(&L, 0); /* its one ps */
 	rdmaps_layout_free(&L);
-	if (obs_start(&o, (uint32_t)atoi(argv[5]), hash))
+	if (obs_start(&o, (uint32_t)atoi(argv[5]), hash, rdma ? RT_RDMA : RT_TCP))
 		return 1;
 	sleep(1); /* a baseline for the observer */
-	rc = !strcmp(argv[1], "stall") ? do_stall((uint32_t)atoi(argv[4]), hash)
-					: do_ring((uint32_t)atoi(argv[4]), hash);
+	rc = rdma ? do_stall_rdma((uint32_t)atoi(argv[4]), hash)
+		  : !strcmp(argv[1], "stall") ? do_stall((uint32_t)atoi(argv[4]), hash)
+					      : do_ring((uint32_t)atoi(argv[4]), hash);
 	if (!rc) {
 		/* the index the ps dropped (or timed out) is free again: an honest
 		 * worker restarted with it must get in (the rejoin path) */
@@ -449,7 +564,7 @@ int main(int argc, char **argv)
 	}
 	return obs_finish(&o) | rc;
 usage:
-	fprintf(stderr, "usage: hostile_peer stall|ring HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-\n"
+	fprintf(stderr, "usage: hostile_peer stall|stall_rdma|ring HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-\n"
 			"       hostile_peer flood HOST:PORT NCONN SECS\n");
 	return 2;
 }
