@@ -704,6 +704,9 @@ int verbs_accept_poll(struct rt_conn *conn)
 			return accept_fail(conn, rc);
 		vc->hs_state = 2;
 	}
+	/* a client that leaves before its table: its DISCONNECTED ends the
+	 * set-up now, not at the deadline */
+	verbs_check_cm_events(conn);
 	rc = verbs_progress(conn);
 	if (rc < 0)
 		return accept_fail(conn, rc);

@@ -874,6 +874,24 @@ static void test_accept_start_poll(void **state)
 		assert_true(rt_now_ms() - t0 >= 190);
 	}
 	assert_null(conn.backend);
+
+	/* ESTABLISHED, then the client leaves before its table: the
+	 * DISCONNECTED ends the set-up at the next poll, not at the deadline */
+	mock_k.accept_event = RDMA_CM_EVENT_ESTABLISHED;
+	mock_k.no_peer_table = 1;
+	queue_request(&lst, NULL, 0);
+	req = (struct rt_request){ .ctx = &ctx };
+	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	assert_int_equal(rt_verbs_ops.accept_start(&req, grants, 2, &conn), 0);
+	assert_int_equal(rt_verbs_ops.accept_poll(&conn), RDMAPS_E_AGAIN);
+	{
+		struct verbs_conn *vc = conn.backend;
+
+		mock_queue_event(vc->ch, vc->id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	}
+	assert_int_equal(rt_verbs_ops.accept_poll(&conn), RDMAPS_E_PEER_GONE);
+	assert_null(conn.backend);
+	assert_int_equal(mock_c.pds, 0);
 	listener_fini_all_freed(&lst);
 }
 
