@@ -31,7 +31,7 @@
 #define ACCEPT_EVERY 0.02    /* s between polls of the listener */
 #define PROBE_EVERY 0.5      /* s between liveness probes of idle connections */
 #define LINGER_S 2.0         /* at the end, wait this long in all for finished workers to hang up (linger) */
-#define LIVE_CHECK_S 3.0     /* a liveness WRITE unanswered this long (s) means dead (conn_alive, probe_conns) */
+#define LIVE_CHECK_S 3.0     /* a liveness WRITE unanswered this long (s) means dead (poll_dup, probe_conns) */
 #define LIVE_WRID 0x4c495645ull /* wr_id of that check's WRITE ("LIVE") */
 
 /* SIGTERM, SIGINT, SIGHUP: stop serving, save (--logdir), say so, exit 0.
@@ -49,6 +49,11 @@ struct shard {
 	struct rt_conn **hs;        /* by worker index: a connection whose set-up is still completing
 				     * (rt_accept_grant_start: the worker's part is awaited without
 				     * holding the serve loop) */
+	struct rt_request **dup;    /* by worker index: a new connection for an index whose connection
+				     * has yet to answer a liveness WRITE (decided by poll_dup without
+				     * holding the serve loop) */
+	double *dup_since;          /* when dup[i] came */
+	uint8_t *dup_probed;        /* a liveness WRITE for dup[i] is outstanding (probe_sent) */
 	size_t n;                   /* floats in this shard */
 	uint8_t *params;            /* PARAMS region */
 	uint8_t **slots;            /* SLOT region per worker */
@@ -352,39 +357,9 @@ static void drop_conn(struct shard *s, int i, const char *why)
 	fflush(stdout);
 }
 
-/* Is worker i's current connection alive?  A signaled WRITE of the last
- * value released to it (idempotent: its mailbox holds that value, or less
- * right after its own reconnect, and the token in it never exceeds its push
- * count) must complete within LIVE_CHECK_S.  A broken connection, a failed
- * op or no answer (a peer that died without a disconnect: verbs retries run
- * out in ~2.1 s) means dead. */
-static int conn_alive(struct shard *s, int i)
-{
-	struct rt_completion c[8];
-	double end = rdmaps_now() + LIVE_CHECK_S;
-	int alive = 0;
-	if (mbox_post(s, i, LIVE_WRID, RT_F_SIGNALED))
-		return 0;
-	for (;;) {
-		int got = rt_poll(s->conns[i], c, 8, 100);
-		if (got < 0)
-			return 0;
-		for (int k = 0; k < got; k++) {
-			if (c[k].status)
-				return 0;
-			if (c[k].wr_id == LIVE_WRID) /* (or an idle probe's: answered too) */
-				alive = 1;
-		}
-		if (alive) {
-			s->probe_sent[i] = 0;
-			return 1;
-		}
-		if (rdmaps_now() > end)
-			return 0;
-	}
-}
-
 static int poll_handshake(struct shard *s, int i);
+static int poll_dup(struct shard *s, int i);
+static int accept_start(struct shard *s, int i, struct rt_request **req);
 
 /* Poll the listener once (no wait) and start the set-up of a worker's
  * connection.  Returns 1 when a worker connected (its set-up completed at
@@ -431,19 +406,29 @@ static int accept_some(struct shard *s, int tmo_ms)
 	/* An index held by a live connection is refused (two workers started
 	 * with the same --task_index); a dead one is replaced: a worker
 	 * restarted after its predecessor died rejoins even before the idle
-	 * probe noticed the death. */
+	 * probe noticed the death.  Which one it is, a liveness WRITE on the
+	 * held connection tells within LIVE_CHECK_S: poll_dup decides at each
+	 * listener poll, the serve loop does not wait for it. */
 	if (s->conns[i]) {
-		if (conn_alive(s, i)) {
-			fprintf(stderr, "ps %d: refused a second worker %d: worker %d is connected and alive "
-				"(two workers started with --task_index=%d?)\n", j->task_index, i, i, i);
-			rt_reject_status(&req, RDMAPS_E_IN_USE);
-			return 0;
+		if (s->dup[i]) {
+			fprintf(stderr, "ps %d: worker %d connected a third time while its second connection "
+				"waited for the first's liveness check: refusing the second\n", j->task_index, i);
+			rt_reject_status(&s->dup[i], RDMAPS_E_IN_USE);
 		}
-		printf("ps %d: worker %d connected again; its previous connection is dead: replacing it\n",
-		       j->task_index, i);
-		rt_conn_delete(&s->conns[i]);
-		s->probe_sent[i] = 0;
+		s->dup[i] = req;
+		s->dup_since[i] = rdmaps_now();
+		s->dup_probed[i] = 0;
+		return poll_dup(s, i);
 	}
+	return accept_start(s, i, &req);
+}
+
+/* Start the set-up of worker i's connection (req), replacing a set-up of
+ * the same index still in progress.  Returns 1 when it completed at once. */
+static int accept_start(struct shard *s, int i, struct rt_request **req)
+{
+	const struct rdmaps_job *j = s->j;
+	int rc;
 	struct rt_grant g[4] = {
 		{ G_PS_PARAMS, s->params, params_bytes(s->n), RT_RIGHT_READ },
 		{ G_PS_SLOT, s->slots[i], slot_bytes(s->n), RT_RIGHT_WRITE },
@@ -457,7 +442,7 @@ static int accept_some(struct shard *s, int tmo_ms)
 			"completed: replacing it\n", j->task_index, i);
 		rt_conn_delete(&s->hs[i]);
 	}
-	if ((rc = rt_accept_grant_start(&req, g, 4, &s->hs[i]))) {
+	if ((rc = rt_accept_grant_start(req, g, 4, &s->hs[i]))) {
 		fprintf(stderr, "ps %d: connection of worker %d failed: %s\n", j->task_index, i, rdmaps_strerror(rc));
 		return 0;
 	}
@@ -500,20 +485,82 @@ static int poll_handshake(struct shard *s, int i)
 	return 1;
 }
 
-/* Every connection still in its set-up: returns 1 when one completed. */
+/* Worker i's held connection against a new one for the same index
+ * (s->dup[i]): the held one answered a liveness WRITE -> the new one is
+ * refused (IN_USE); it broke, or did not answer within LIVE_CHECK_S of
+ * the new one's arrival -> it is replaced (a peer that died without a
+ * disconnect: verbs retries run out in ~2.1 s).  The WRITE is a signaled
+ * re-send of the last value released to it, idempotent: its mailbox holds
+ * that value, or less right after its own reconnect, and the token in it
+ * never exceeds its push count.  Never waits.  Returns 1 when the new
+ * connection completed its set-up at once. */
+static int poll_dup(struct shard *s, int i)
+{
+	const struct rdmaps_job *j = s->j;
+	struct rt_completion c[8];
+	int err = 0;
+
+	if (!s->dup[i])
+		return 0;
+	if (s->conns[i]) {
+		if (!s->dup_probed[i]) {
+			/* an outstanding probe serves (its answer is as recent); a
+			 * full send queue: try again at the next poll */
+			int rc = s->probe_sent[i] ? 0 : mbox_post(s, i, LIVE_WRID, RT_F_SIGNALED);
+			if (!rc) {
+				if (!s->probe_sent[i])
+					s->probe_sent[i] = rdmaps_now();
+				s->dup_probed[i] = 1;
+			} else if (rc != RDMAPS_E_AGAIN) {
+				err = rc;
+			}
+		}
+		int got = err ? 0 : rt_poll(s->conns[i], c, 8, 0);
+		if (got < 0)
+			err = got;
+		for (int k = 0; k < got; k++) {
+			if (c[k].status && !err)
+				err = c[k].status;
+			else if (!c[k].status && c[k].wr_id == LIVE_WRID)
+				s->probe_sent[i] = 0;
+		}
+		if (!err && s->dup_probed[i] && !s->probe_sent[i]) {
+			fprintf(stderr, "ps %d: refused a second worker %d: worker %d is connected and alive "
+				"(two workers started with --task_index=%d?)\n", j->task_index, i, i, i);
+			rt_reject_status(&s->dup[i], RDMAPS_E_IN_USE);
+			return 0;
+		}
+		if (!err && rdmaps_now() - s->dup_since[i] <= LIVE_CHECK_S)
+			return 0;
+		printf("ps %d: worker %d connected again; its previous connection is dead (%s): replacing it\n",
+		       j->task_index, i, err ? rdmaps_strerror(err) : "no answer to a liveness WRITE");
+		fflush(stdout);
+		rt_conn_delete(&s->conns[i]);
+		s->probe_sent[i] = 0;
+	}
+	struct rt_request *req = s->dup[i];
+	s->dup[i] = NULL;
+	return accept_start(s, i, &req);
+}
+
+/* Every connection still in its set-up, and every new connection waiting
+ * for its index's liveness check: returns 1 when one completed. */
 static int poll_handshakes(struct shard *s)
 {
 	int any = 0;
 
-	for (int i = 0; i < s->W; i++)
+	for (int i = 0; i < s->W; i++) {
+		if (s->dup[i])
+			any |= poll_dup(s, i);
 		if (s->hs[i])
 			any |= poll_handshake(s, i);
+	}
 	return any;
 }
 
 /* A broken connection shows as a negative rt_poll (RDMAPS_E_PEER_GONE).
  * Each probe also re-sends the last release as a signaled WRITE
- * (idempotent: see conn_alive) and wants its completion within
+ * (idempotent: see poll_dup) and wants its completion within
  * LIVE_CHECK_S: a peer that died without a disconnect the ps hears of (a
  * SIGKILLed worker over rxe: measured, the ps never learned it, not even
  * from failed unsignaled WRITEs) is dropped when it does not answer. */
@@ -682,10 +729,12 @@ static int serve(struct shard *s)
 			last_accept = now;
 			if (poll_handshakes(s) | accept_some(s, 0))
 				any = accepted = 1;
-			/* accept_some can wait (a liveness check, LIVE_CHECK_S; a
-			 * client's set-up no longer: poll_handshakes): never count
-			 * that time with a clock read before it (last_progress = a
-			 * stale now made the next idle pass give up) */
+			/* accept_some no longer waits (a client's set-up:
+			 * poll_handshakes; a duplicate index's liveness check:
+			 * poll_dup), but a pass may still be slow (a stopped
+			 * process): never count that time with a clock read before
+			 * it (last_progress = a stale now made the next idle pass
+			 * give up) */
 			now = rdmaps_now();
 			stall_check(s, &last_pass, now, &last_progress); /* (stopped in there) */
 		}
@@ -840,6 +889,9 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.slots = calloc(s.W, sizeof(*s.slots));
 	s.conns = calloc(s.W, sizeof(*s.conns));
 	s.hs = calloc(s.W, sizeof(*s.hs));
+	s.dup = calloc(s.W, sizeof(*s.dup));
+	s.dup_since = calloc(s.W, sizeof(*s.dup_since));
+	s.dup_probed = calloc(s.W, sizeof(*s.dup_probed));
 	s.consumed = calloc(s.W, sizeof(*s.consumed));
 	s.pending = calloc(s.W + 1, sizeof(*s.pending));
 	s.gsrc = calloc(s.W + 1, sizeof(*s.gsrc));
@@ -849,7 +901,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.acc = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.m = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.v = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
-	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.hs || !s.consumed || !s.pending || !s.gsrc ||
+	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.hs || !s.dup || !s.dup_since || !s.dup_probed || !s.consumed || !s.pending || !s.gsrc ||
 	    !s.ever || !s.gone || !s.probe_sent || !s.acc || !s.m || !s.v) {
 		fprintf(stderr, "ps %d: out of memory\n", j->task_index);
 		goto err_mem;
@@ -908,6 +960,8 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	for (int i = 0; i < s.W; i++) {
 		rt_conn_delete(&s.conns[i]);
 		rt_conn_delete(&s.hs[i]);
+		if (s.dup[i])
+			rt_reject_status(&s.dup[i], RDMAPS_E_REFUSED);
 	}
 	rt_listener_delete(&s.lst);
 err_mem:
@@ -918,7 +972,7 @@ err_mem:
 	if (s.params) rt_free(s.ctx, s.params, params_bytes(s.n));
 	if (s.counters) rt_free(s.ctx, s.counters, counters_bytes(s.W));
 	if (s.mbox_src) rt_free(s.ctx, s.mbox_src, (size_t)s.W * MBOX_BYTES);
-	free(s.slots); free(s.conns); free(s.hs); free(s.consumed); free(s.pending); free(s.gsrc);
+	free(s.slots); free(s.conns); free(s.hs); free(s.dup); free(s.dup_since); free(s.dup_probed); free(s.consumed); free(s.pending); free(s.gsrc);
 	free(s.ever); free(s.gone); free(s.probe_sent);
 	free(s.acc); free(s.m); free(s.v);
 	rt_ctx_delete(&s.ctx);

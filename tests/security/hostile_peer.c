@@ -16,6 +16,12 @@
  *     INDEX with a valid hello, take ESTABLISHED and the ps's grants table
  *     (a RECV is posted for it), never SEND our own table.  Prints the same
  *     lines; "closed" = the ps's DISCONNECTED arrived.
+ *   hostile_peer dup HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-
+ *     A child process connects as worker INDEX through the rt library and
+ *     stops itself (SIGSTOP): its connection stays open and answers
+ *     nothing, as a stopped worker's; then the honest connection below for
+ *     the same index, which the ps must take without holding training
+ *     while it checks the first (tcp).
  *   hostile_peer ring HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-
  *     A full handshake as worker INDEX, then up to 600 "pushes" (a slot header of
  *     kind 99, which the ps ignores but releases, and a FETCH_ADD on
@@ -46,7 +52,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cluster.h"
@@ -410,6 +418,80 @@ out:
 	return rc;
 }
 
+/* dup: the child is forked before any thread exists; it connects when
+ * told (dup_go), then stops itself. */
+static pid_t dup_pid = -1;
+static int dup_go[2] = { -1, -1 }, dup_ok[2] = { -1, -1 };
+
+static void dup_child(uint32_t index, uint64_t hash)
+{
+	struct rt_ctx_cfg cc = { .kind = RT_TCP, .bind_host = host, .timeout_ms = 30000, .auth_token = token,
+				 .numa_node = -1 };
+	struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = index, .layout_hash = hash };
+	struct rt_ctx *ctx = NULL;
+	struct rt_conn *c = NULL;
+	uint64_t *mbox = NULL;
+	char x;
+	int rc;
+
+	if (read(dup_go[0], &x, 1) != 1)
+		_exit(1);
+	rc = rt_ctx_new(&cc, &ctx);
+	if (!rc && !(mbox = rt_alloc(ctx, 64)))
+		rc = RDMAPS_E_NOMEM;
+	if (!rc) {
+		struct rt_grant g[1] = { { G_W_MAILBOX, mbox, 64, RT_RIGHT_WRITE } };
+		rc = rt_connect(ctx, host, port, &hello, g, 1, 20000, &c);
+	}
+	if (rc) {
+		fprintf(stderr, "hostile_peer: dup: %s\n", rdmaps_strerror(rc));
+		_exit(1);
+	}
+	x = 1;
+	if (write(dup_ok[1], &x, 1) != 1)
+		_exit(1);
+	raise(SIGSTOP); /* every thread: nothing of ours answers from here on */
+	_exit(0);
+}
+
+static int dup_fork(uint32_t index, uint64_t hash)
+{
+	if (pipe(dup_go) || pipe(dup_ok))
+		return 1;
+	dup_pid = fork();
+	if (dup_pid < 0)
+		return 1;
+	if (dup_pid == 0)
+		dup_child(index, hash);
+	return 0;
+}
+
+static int do_dup(uint32_t index)
+{
+	struct pollfd p = { .fd = dup_ok[0], .events = POLLIN };
+	int st;
+	char x = 1;
+
+	if (write(dup_go[1], &x, 1) != 1 || poll(&p, 1, 30000) != 1 || read(dup_ok[0], &x, 1) != 1 ||
+	    waitpid(dup_pid, &st, WUNTRACED) != dup_pid || !WIFSTOPPED(st)) {
+		fprintf(stderr, "hostile_peer: dup: the child did not connect and stop\n");
+		return 1;
+	}
+	printf("HOSTILE dup: a stopped process holds a connection as worker %u\n", index);
+	fflush(stdout);
+	usleep(300000);
+	return 0;
+}
+
+static void dup_close(void)
+{
+	if (dup_pid > 0) {
+		kill(dup_pid, SIGKILL);
+		waitpid(dup_pid, NULL, 0);
+		dup_pid = -1;
+	}
+}
+
 static int do_ring(uint32_t index, uint64_t hash)
 {
 	int fa = -1, fb = -1, pushes = 0;
@@ -523,8 +605,8 @@ int main(int argc, char **argv)
 			goto usage;
 		return do_flood(atoi(argv[3]), atof(argv[4]));
 	}
-	int rdma = !strcmp(argv[1], "stall_rdma");
-	if (argc != 7 || (strcmp(argv[1], "stall") && strcmp(argv[1], "ring") && !rdma))
+	int rdma = !strcmp(argv[1], "stall_rdma"), dup = !strcmp(argv[1], "dup");
+	if (argc != 7 || (strcmp(argv[1], "stall") && strcmp(argv[1], "ring") && !rdma && !dup))
 		goto usage;
 	if (strcmp(argv[6], "-")) {
 		char err[160];
@@ -544,10 +626,17 @@ int main(int argc, char **argv)
 	}
 	uint64_t hash = rdmaps_hello_hash(&L, 0); /* its one ps */
 	rdmaps_layout_free(&L);
-	if (obs_start(&o, (uint32_t)atoi(argv[5]), hash, rdma ? RT_RDMA : RT_TCP))
+	if (dup && dup_fork((uint32_t)atoi(argv[4]), hash)) {
+		fprintf(stderr, "hostile_peer: dup: fork failed: %s\n", strerror(errno));
 		return 1;
+	}
+	if (obs_start(&o, (uint32_t)atoi(argv[5]), hash, rdma ? RT_RDMA : RT_TCP)) {
+		dup_close();
+		return 1;
+	}
 	sleep(1); /* a baseline for the observer */
 	rc = rdma ? do_stall_rdma((uint32_t)atoi(argv[4]), hash)
+		  : dup ? do_dup((uint32_t)atoi(argv[4]))
 		  : !strcmp(argv[1], "stall") ? do_stall((uint32_t)atoi(argv[4]), hash)
 					      : do_ring((uint32_t)atoi(argv[4]), hash);
 	if (!rc) {
@@ -556,15 +645,17 @@ int main(int argc, char **argv)
 		struct rt_hello hello = { .role = RDMAPS_ROLE_WORKER, .index = (uint32_t)atoi(argv[4]), .layout_hash = hash };
 		struct rt_grant g[1] = { { G_W_MAILBOX, o.mbox2, 64, RT_RIGHT_WRITE } };
 		struct rt_conn *c = NULL;
+		double t0 = rdmaps_now();
 		int crc = o.mbox2 ? rt_connect(o.ctx, host, port, &hello, g, 1, 10000, &c) : RDMAPS_E_NOMEM;
-		printf("HOSTILE %s: then an honest connection as worker %s: %s\n", argv[1], argv[4],
-		       crc ? rdmaps_strerror(crc) : "accepted");
+		printf("HOSTILE %s: then an honest connection as worker %s: %s after %.2f s\n", argv[1], argv[4],
+		       crc ? rdmaps_strerror(crc) : "accepted", rdmaps_now() - t0);
 		rt_conn_delete(&c);
 		rc = crc != 0;
 	}
+	dup_close();
 	return obs_finish(&o) | rc;
 usage:
-	fprintf(stderr, "usage: hostile_peer stall|stall_rdma|ring HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-\n"
+	fprintf(stderr, "usage: hostile_peer stall|stall_rdma|dup|ring HOST:PORT NWORKERS INDEX OBSERVER TOKEN_FILE|-\n"
 			"       hostile_peer flood HOST:PORT NCONN SECS\n");
 	return 2;
 }
