@@ -71,6 +71,8 @@ struct shard {
 	uint8_t *ever;              /* worker has connected at least once */
 	uint8_t *gone;              /* its connection broke and was not replaced */
 	double *probe_sent;         /* time of the outstanding liveness WRITE, 0 = none */
+	double *owed_since;         /* its last release found its send queue full at this time and is
+				     * owed (retry_owed re-posts it); 0 = none */
 	int npending, count, R, W;
 	uint64_t accepted, dropped, updates;
 	uint64_t unapplied;     /* accepted into an aggregation that training's end cut off */
@@ -94,8 +96,6 @@ static uint64_t done_of(struct shard *s, int i)
 	return __atomic_load_n(&s->counters[counters_done_idx(s->W, i)], __ATOMIC_ACQUIRE);
 }
 
-static void drop_conn(struct shard *s, int i, const char *why);
-
 static int is_pending(const struct shard *s, int i)
 {
 	for (int k = 0; k < s->npending; k++)
@@ -113,38 +113,11 @@ static int mbox_post(struct shard *s, int i, uint64_t wr_id, unsigned flags)
 			flags | RT_F_INLINE);
 }
 
-/* Tell worker i: released version G, token = its consumed seq.  One
- * 16-byte message (mbox_pack) posted by mbox_post.  Unsignaled: an error
- * still completes.  A worker without a connection (gone, or not yet back)
- * gets nothing: it learns version and token when it (re)connects. */
-static void release(struct shard *s, int i)
+/* Take worker i's completions: unsignaled writes complete only when they
+ * failed; a signaled one is a liveness WRITE's answer. */
+static void reap(struct shard *s, int i)
 {
 	struct rt_completion c[8];
-	if (!s->conns[i])
-		return;
-	mbox_pack(&s->mbox_src[2 * i], (s->version << 32) | (s->consumed[i] & 0xffffffffull));
-	int rc = mbox_post(s, i, 0, 0);
-	if (rc == RDMAPS_E_AGAIN) {
-		/* Its send queue is full: every message posted to it is unanswered
-		 * (an honest worker has at most a few in flight: one release per
-		 * push, one probe).  This thread serves everyone: wait as long as a
-		 * liveness check would (LIVE_CHECK_S), not --timeout, and drop a
-		 * peer that still has not answered, as a dead one (it may rejoin). */
-		if (rt_flush(s->conns[i], (int)(LIVE_CHECK_S * 1000)) == RDMAPS_E_TIMEOUT) {
-			char why[96];
-			snprintf(why, sizeof(why), "its send queue stayed full for %.0f s: it reads nothing", LIVE_CHECK_S);
-			drop_conn(s, i, why);
-			return;
-		}
-		rc = mbox_post(s, i, 0, 0);
-	}
-	if (rc)
-		RDMAPS_WARN("release of worker %d failed: %s", i, rdmaps_strerror(rc));
-	else if (s->j->ps_spin_us > 0)
-		/* --ps_spin_us: its pull comes next; the first READ request is
-		 * enough (the others are posted right behind it) */
-		rt_ctx_expect_reads(s->ctx, 1, s->j->ps_spin_us);
-	/* reap: unsignaled writes complete only when they failed */
 	int got;
 	while ((got = rt_poll(s->conns[i], c, 8, 0)) > 0)
 		for (int k = 0; k < got; k++) {
@@ -154,6 +127,70 @@ static void release(struct shard *s, int i)
 			else if (c[k].wr_id == LIVE_WRID)
 				s->probe_sent[i] = 0; /* the idle probe's answer */
 		}
+}
+
+/* Tell worker i: released version G, token = its consumed seq.  One
+ * 16-byte message (mbox_pack) posted by mbox_post.  Unsignaled: an error
+ * still completes.  A worker without a connection (gone, or not yet back)
+ * gets nothing: it learns version and token when it (re)connects. */
+static void release(struct shard *s, int i)
+{
+	if (!s->conns[i])
+		return;
+	mbox_pack(&s->mbox_src[2 * i], (s->version << 32) | (s->consumed[i] & 0xffffffffull));
+	int rc = mbox_post(s, i, 0, 0);
+	if (rc == RDMAPS_E_AGAIN) {
+		/* Its send queue is full: every message posted to it is unanswered
+		 * (an honest worker has at most a few in flight: one release per
+		 * push, one probe).  This thread serves everyone: do not wait
+		 * here.  The release is owed: retry_owed posts it (the newest
+		 * message then) at the next listener polls, and drops a peer
+		 * whose queue stays full for LIVE_CHECK_S, as a dead one (it may
+		 * rejoin).  Until stop 27 this flushed for up to LIVE_CHECK_S. */
+		if (!s->owed_since[i])
+			s->owed_since[i] = rdmaps_now();
+		return;
+	}
+	s->owed_since[i] = 0;
+	if (rc)
+		RDMAPS_WARN("release of worker %d failed: %s", i, rdmaps_strerror(rc));
+	else if (s->j->ps_spin_us > 0)
+		/* --ps_spin_us: its pull comes next; the first READ request is
+		 * enough (the others are posted right behind it) */
+		rt_ctx_expect_reads(s->ctx, 1, s->j->ps_spin_us);
+	reap(s, i);
+}
+
+static void drop_conn(struct shard *s, int i, const char *why);
+
+/* The releases owed (release found a full send queue): post each again;
+ * a queue full for LIVE_CHECK_S means a peer that reads nothing. */
+static void retry_owed(struct shard *s)
+{
+	double now = rdmaps_now();
+	for (int i = 0; i < s->W; i++) {
+		if (!s->owed_since[i])
+			continue;
+		if (!s->conns[i]) {
+			s->owed_since[i] = 0;
+			continue;
+		}
+		int rc = mbox_post(s, i, 0, 0);
+		if (rc == RDMAPS_E_AGAIN) {
+			if (now - s->owed_since[i] > LIVE_CHECK_S) {
+				char why[96];
+				snprintf(why, sizeof(why), "its send queue stayed full for %.0f s: it reads nothing",
+					 LIVE_CHECK_S);
+				drop_conn(s, i, why);
+			}
+			continue;
+		}
+		s->owed_since[i] = 0;
+		if (rc)
+			RDMAPS_WARN("release of worker %d failed: %s", i, rdmaps_strerror(rc));
+		else
+			reap(s, i);
+	}
 }
 
 static void clear_missing(struct shard *s)
@@ -349,6 +386,7 @@ static void drop_conn(struct shard *s, int i, const char *why)
 	rt_conn_delete(&s->conns[i]);
 	s->gone[i] = 1;
 	s->probe_sent[i] = 0;
+	s->owed_since[i] = 0;
 	if (done_of(s, i))
 		printf("ps %d: worker %d finished and disconnected\n", s->j->task_index, i);
 	else
@@ -469,6 +507,7 @@ static int poll_handshake(struct shard *s, int i)
 	}
 	s->conns[i] = s->hs[i];
 	s->hs[i] = NULL;
+	s->owed_since[i] = 0;
 	int rejoin = s->ever[i];
 	s->ever[i] = 1;
 	s->gone[i] = 0;
@@ -699,9 +738,12 @@ static void stall_check(struct shard *s, double *last_pass, double now, double *
 		return;
 	*last_progress = now;
 	s->agg_since = s->last_barrier_msg = now;
-	for (int i = 0; i < s->W; i++)
+	for (int i = 0; i < s->W; i++) {
 		if (s->probe_sent[i])
 			s->probe_sent[i] = now;
+		if (s->owed_since[i])
+			s->owed_since[i] = now;
+	}
 }
 
 static int serve(struct shard *s)
@@ -727,6 +769,7 @@ static int serve(struct shard *s)
 		int accepted = 0;
 		if (now - last_accept >= ACCEPT_EVERY) {
 			last_accept = now;
+			retry_owed(s);
 			if (poll_handshakes(s) | accept_some(s, 0))
 				any = accepted = 1;
 			/* accept_some no longer waits (a client's set-up:
@@ -898,11 +941,12 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.ever = calloc(s.W, 1);
 	s.gone = calloc(s.W, 1);
 	s.probe_sent = calloc(s.W, sizeof(*s.probe_sent));
+	s.owed_since = calloc(s.W, sizeof(*s.owed_since));
 	s.acc = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.m = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.v = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.hs || !s.dup || !s.dup_since || !s.dup_probed || !s.consumed || !s.pending || !s.gsrc ||
-	    !s.ever || !s.gone || !s.probe_sent || !s.acc || !s.m || !s.v) {
+	    !s.ever || !s.gone || !s.probe_sent || !s.owed_since || !s.acc || !s.m || !s.v) {
 		fprintf(stderr, "ps %d: out of memory\n", j->task_index);
 		goto err_mem;
 	}
@@ -973,7 +1017,7 @@ err_mem:
 	if (s.counters) rt_free(s.ctx, s.counters, counters_bytes(s.W));
 	if (s.mbox_src) rt_free(s.ctx, s.mbox_src, (size_t)s.W * MBOX_BYTES);
 	free(s.slots); free(s.conns); free(s.hs); free(s.dup); free(s.dup_since); free(s.dup_probed); free(s.consumed); free(s.pending); free(s.gsrc);
-	free(s.ever); free(s.gone); free(s.probe_sent);
+	free(s.ever); free(s.gone); free(s.probe_sent); free(s.owed_since);
 	free(s.acc); free(s.m); free(s.v);
 	rt_ctx_delete(&s.ctx);
 err_layout:
