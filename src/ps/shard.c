@@ -129,15 +129,40 @@ static void reap(struct shard *s, int i)
 		}
 }
 
-/* Tell worker i: released version G, token = its consumed seq.  One
- * 16-byte message (mbox_pack) posted by mbox_post.  Unsignaled: an error
- * still completes.  A worker without a connection (gone, or not yet back)
- * gets nothing: it learns version and token when it (re)connects. */
-static void release(struct shard *s, int i)
+/* Make sure a liveness WRITE is outstanding on worker i's connection
+ * (probe_sent): 0 when one is (posted now or before), RDMAPS_E_AGAIN when
+ * its send queue is full, else the post's error.  probe_conns, poll_dup. */
+static int probe_post(struct shard *s, int i, double now)
 {
-	if (!s->conns[i])
-		return;
-	mbox_pack(&s->mbox_src[2 * i], (s->version << 32) | (s->consumed[i] & 0xffffffffull));
+	if (s->probe_sent[i])
+		return 0;
+	int rc = mbox_post(s, i, LIVE_WRID, RT_F_SIGNALED);
+	if (!rc)
+		s->probe_sent[i] = now;
+	return rc;
+}
+
+/* One look at worker i's completions (waiting up to tmo_ms): a liveness
+ * WRITE's answer clears probe_sent.  Returns the first failure (a failed
+ * op, e.g. a release, or a broken connection: the connection is dead),
+ * else 0.  probe_conns, poll_dup. */
+static int poll_live(struct shard *s, int i, int tmo_ms)
+{
+	struct rt_completion c[8];
+	int got = rt_poll(s->conns[i], c, 8, tmo_ms), err = got < 0 ? got : 0;
+	for (int k = 0; k < got; k++) {
+		if (c[k].status && !err)
+			err = c[k].status;
+		else if (!c[k].status && c[k].wr_id == LIVE_WRID)
+			s->probe_sent[i] = 0;
+	}
+	return err;
+}
+
+/* Post worker i's packed release (mbox_src).  Unsignaled: an error still
+ * completes.  Returns the post's status; RDMAPS_E_AGAIN leaves it owed. */
+static int post_release(struct shard *s, int i)
+{
 	int rc = mbox_post(s, i, 0, 0);
 	if (rc == RDMAPS_E_AGAIN) {
 		/* Its send queue is full: every message posted to it is unanswered
@@ -149,16 +174,28 @@ static void release(struct shard *s, int i)
 		 * rejoin).  Until stop 27 this flushed for up to LIVE_CHECK_S. */
 		if (!s->owed_since[i])
 			s->owed_since[i] = rdmaps_now();
-		return;
+		return rc;
 	}
 	s->owed_since[i] = 0;
 	if (rc)
 		RDMAPS_WARN("release of worker %d failed: %s", i, rdmaps_strerror(rc));
-	else if (s->j->ps_spin_us > 0)
+	reap(s, i);
+	return rc;
+}
+
+/* Tell worker i: released version G, token = its consumed seq.  One
+ * 16-byte message (mbox_pack) posted by post_release.  A worker without a
+ * connection (gone, or not yet back) gets nothing: it learns version and
+ * token when it (re)connects. */
+static void release(struct shard *s, int i)
+{
+	if (!s->conns[i])
+		return;
+	mbox_pack(&s->mbox_src[2 * i], (s->version << 32) | (s->consumed[i] & 0xffffffffull));
+	if (!post_release(s, i) && s->j->ps_spin_us > 0)
 		/* --ps_spin_us: its pull comes next; the first READ request is
 		 * enough (the others are posted right behind it) */
 		rt_ctx_expect_reads(s->ctx, 1, s->j->ps_spin_us);
-	reap(s, i);
 }
 
 static void drop_conn(struct shard *s, int i, const char *why);
@@ -175,21 +212,14 @@ static void retry_owed(struct shard *s)
 			s->owed_since[i] = 0;
 			continue;
 		}
-		int rc = mbox_post(s, i, 0, 0);
-		if (rc == RDMAPS_E_AGAIN) {
-			if (now - s->owed_since[i] > LIVE_CHECK_S) {
-				char why[96];
-				snprintf(why, sizeof(why), "its send queue stayed full for %.0f s: it reads nothing",
-					 LIVE_CHECK_S);
-				drop_conn(s, i, why);
-			}
-			continue;
+		/* the message packed then: a newer one may not be due yet (a
+		 * gradient of this worker pending in the aggregation) */
+		if (post_release(s, i) == RDMAPS_E_AGAIN && now - s->owed_since[i] > LIVE_CHECK_S) {
+			char why[96];
+			snprintf(why, sizeof(why), "its send queue stayed full for %.0f s: it reads nothing",
+				 LIVE_CHECK_S);
+			drop_conn(s, i, why);
 		}
-		s->owed_since[i] = 0;
-		if (rc)
-			RDMAPS_WARN("release of worker %d failed: %s", i, rdmaps_strerror(rc));
-		else
-			reap(s, i);
 	}
 }
 
@@ -536,7 +566,6 @@ static int poll_handshake(struct shard *s, int i)
 static int poll_dup(struct shard *s, int i)
 {
 	const struct rdmaps_job *j = s->j;
-	struct rt_completion c[8];
 	int err = 0;
 
 	if (!s->dup[i])
@@ -545,24 +574,14 @@ static int poll_dup(struct shard *s, int i)
 		if (!s->dup_probed[i]) {
 			/* an outstanding probe serves (its answer is as recent); a
 			 * full send queue: try again at the next poll */
-			int rc = s->probe_sent[i] ? 0 : mbox_post(s, i, LIVE_WRID, RT_F_SIGNALED);
-			if (!rc) {
-				if (!s->probe_sent[i])
-					s->probe_sent[i] = rdmaps_now();
+			err = probe_post(s, i, rdmaps_now());
+			if (!err)
 				s->dup_probed[i] = 1;
-			} else if (rc != RDMAPS_E_AGAIN) {
-				err = rc;
-			}
+			else if (err == RDMAPS_E_AGAIN)
+				err = 0;
 		}
-		int got = err ? 0 : rt_poll(s->conns[i], c, 8, 0);
-		if (got < 0)
-			err = got;
-		for (int k = 0; k < got; k++) {
-			if (c[k].status && !err)
-				err = c[k].status;
-			else if (!c[k].status && c[k].wr_id == LIVE_WRID)
-				s->probe_sent[i] = 0;
-		}
+		if (!err)
+			err = poll_live(s, i, 0);
 		if (!err && s->dup_probed[i] && !s->probe_sent[i]) {
 			fprintf(stderr, "ps %d: refused a second worker %d: worker %d is connected and alive "
 				"(two workers started with --task_index=%d?)\n", j->task_index, i, i, i);
@@ -605,27 +624,15 @@ static int poll_handshakes(struct shard *s)
  * from failed unsignaled WRITEs) is dropped when it does not answer. */
 static void probe_conns(struct shard *s)
 {
-	struct rt_completion c[8];
 	double now = rdmaps_now();
 	for (int i = 0; i < s->W; i++) {
 		if (!s->conns[i])
 			continue;
-		if (!s->probe_sent[i]) {
-			int rc = mbox_post(s, i, LIVE_WRID, RT_F_SIGNALED);
-			if (rc && rc != RDMAPS_E_AGAIN) {
-				drop_conn(s, i, rdmaps_strerror(rc));
-				continue;
-			}
-			if (!rc)
-				s->probe_sent[i] = now;
-		}
-		int got = rt_poll(s->conns[i], c, 8, 1), err = got < 0 ? got : 0;
-		for (int k = 0; k < got; k++) {
-			if (c[k].status && !err)
-				err = c[k].status; /* a failed release: the connection is broken */
-			else if (!c[k].status && c[k].wr_id == LIVE_WRID)
-				s->probe_sent[i] = 0;
-		}
+		int err = probe_post(s, i, now); /* a full send queue: look again next time */
+		if (err == RDMAPS_E_AGAIN)
+			err = 0;
+		if (!err)
+			err = poll_live(s, i, 1);
 		if (!err && s->probe_sent[i] && now - s->probe_sent[i] > LIVE_CHECK_S) {
 			char why[64];
 			snprintf(why, sizeof(why), "no answer to a liveness WRITE within %.0f s", LIVE_CHECK_S);
