@@ -76,6 +76,11 @@ int tcp_set_sock_opts(int fd);               /* O_NONBLOCK, TCP_NODELAY */
 int tcp_send_all(int fd, const void *buf, size_t len, uint64_t deadline);
 int tcp_recv_all(int fd, void *buf, size_t len, uint64_t deadline);
 int tcp_errno_status(int err);
+/* Connect (non-blocking socket, TCP_NODELAY) to the first address of the
+ * list that accepts before deadline; *used is that address.  (tcp_setup.c) */
+struct addrinfo;
+int tcp_connect_any(const struct addrinfo *ai, uint64_t deadline, int *fd,
+		    const struct addrinfo **used);
 int tcp_token_equal(const uint8_t *a, const uint8_t *b, size_t n);
 int tcp_status_from_wire(int32_t s);
 

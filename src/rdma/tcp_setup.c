@@ -732,12 +732,44 @@ err:
 	return rc;
 }
 
+/* A name may resolve to several addresses (::1 and 127.0.0.1; one per
+ * interface) and the server listens on one of them: try each in turn until
+ * one accepts.  Every address but the last gets an equal share of the time
+ * left, so one that never answers does not use up the whole wait.  On
+ * failure the status is the last address's. */
+int tcp_connect_any(const struct addrinfo *ai, uint64_t deadline, int *fd,
+		    const struct addrinfo **used)
+{
+	int n = 0, rc = RDMAPS_E_TIMEOUT;
+
+	for (const struct addrinfo *a = ai; a; a = a->ai_next)
+		n++;
+	for (int i = 0; ai; ai = ai->ai_next, i++) {
+		uint64_t now = rt_now_ms(), sub = deadline;
+
+		if (now >= deadline)
+			return RDMAPS_E_TIMEOUT;
+		if (i < n - 1)
+			sub = now + (deadline - now) / (uint64_t)(n - i);
+		rc = connect_one(ai, sub, fd);
+		if (!rc) {
+			*used = ai;
+			return RDMAPS_OK;
+		}
+		if (ai->ai_next)
+			RDMAPS_DBG("tcp: address %d of %d failed (%s); trying the next", i + 1, n,
+				   rdmaps_strerror(rc));
+	}
+	return rc;
+}
+
 static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 		       const struct rt_hello *hello, const struct rt_grant *g, int n,
 		       int timeout_ms, struct rt_conn *conn)
 {
 	uint64_t deadline = rt_now_ms() + (uint64_t)timeout_ms;
 	struct addrinfo *ai = NULL;
+	const struct addrinfo *addr = NULL;
 	struct tcp_hello th;
 	uint8_t hb[TCP_HELLO_LEN], table[RT_TABLE_MAX_LEN];
 	size_t tlen = 0;
@@ -758,7 +790,7 @@ static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 	memcpy(th.token, ctx->token, ctx->token_len);
 	if (getrandom(&th.nonce, sizeof(th.nonce), 0) != sizeof(th.nonce))
 		th.nonce = rt_now_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)conn;
-	rc = connect_one(ai, deadline, &fa);
+	rc = tcp_connect_any(ai, deadline, &fa, &addr);
 	if (rc)
 		goto err;
 	th.channel = TCP_CH_OPS;
@@ -766,7 +798,7 @@ static int tcp_connect(struct rt_ctx *ctx, const char *host, uint16_t port,
 	rc = tcp_send_all(fa, hb, sizeof(hb), deadline);
 	if (rc)
 		goto err;
-	rc = connect_one(ai, deadline, &fb);
+	rc = connect_one(addr, deadline, &fb); /* where the first one got in */
 	if (rc)
 		goto err;
 	th.channel = TCP_CH_SERVE;
