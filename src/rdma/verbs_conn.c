@@ -310,7 +310,7 @@ static int conn_setup(struct rt_conn *conn, const struct rt_grant *g, int n)
 }
 
 /* After ESTABLISHED: SEND our advertised grants (tables_post), RECV the
- * peer's (tables_take, once ctrl_sent and ctrl_recvd): exchange_tables
+ * peer's (tables_take, once ctrl_sent and ctrl_recvd): exchange_tables (the client)
  * waits for both, verbs_accept_poll looks without waiting. */
 static int tables_post(struct rt_conn *conn)
 {
@@ -728,26 +728,31 @@ later:
 	return accept_fail(conn, RDMAPS_E_TIMEOUT);
 }
 
+/* The split set-up, waited for: between polls, sleep on the rdma_cm
+ * channel until ESTABLISHED (or a DISCONNECTED) arrives; then spin on the
+ * CQ for the tables (they come as completions, which the channel does not
+ * signal), as the client does.  verbs_accept_poll bounds it. */
 int verbs_accept_grant(struct rt_request *req, const struct rt_grant *g, int n,
 		       struct rt_conn *conn)
 {
-	struct rdma_cm_event *ev = NULL;
-	struct verbs_conn *vc;
 	int rc = verbs_accept_start(req, g, n, conn);
 
 	if (rc)
 		return rc;
-	vc = conn->backend;
-	rc = verbs_cm_wait(vc->ch, RDMA_CM_EVENT_ESTABLISHED, rt_remaining_ms(vc->hs_deadline), 0, &ev);
-	if (rc)
-		return accept_fail(conn, rc);
-	rdma_ack_cm_event(ev);
-	vc->connected = 1;
-	rc = exchange_tables(conn, vc->hs_deadline);
-	if (rc)
-		return accept_fail(conn, rc);
-	vc->hs_state = 0;
-	return RDMAPS_OK;
+	while ((rc = verbs_accept_poll(conn)) == RDMAPS_E_AGAIN) {
+		const struct verbs_conn *vc = conn->backend;
+
+		if (vc->hs_state == 1) {
+			struct pollfd p = { .fd = vc->ch->fd, .events = POLLIN };
+			int ms = rt_remaining_ms(vc->hs_deadline);
+
+			if (poll(&p, 1, ms < 100 ? ms : 100) < 0 && errno != EINTR) {
+				RDMAPS_ERR("verbs: poll on the cm channel failed: %s", strerror(errno));
+				return accept_fail(conn, RDMAPS_E_IO);
+			}
+		}
+	}
+	return rc;
 }
 
 void verbs_reject(struct rt_request *req)

@@ -411,6 +411,8 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *p)
 	mock_c.last_init_depth = p->initiator_depth;
 	if (mock_k.accept_event != MOCK_NO_EVENT)
 		mock_queue_event(id->channel, id, mock_k.accept_event, 0, NULL, 0);
+	if (mock_k.accept_then_event)
+		mock_queue_event(id->channel, id, mock_k.accept_then_event, 0, NULL, 0);
 	return 0;
 }
 

@@ -21,6 +21,7 @@ struct mock_knobs {
 	uint8_t rej_data[8];      /* private data of a REJECTED event */
 	uint8_t rej_len;
 	int accept_event;         /* after rdma_accept (default ESTABLISHED) */
+	int accept_then_event;    /* queued right behind it (0 = none) */
 	int ndevices;             /* ibv_get_device_list (at most 2: mock0, mock1) */
 	/* With dev_ports > 0, ibv_open_device succeeds and every device has
 	 * dev_ports ports (those past 2 cannot be queried); port p (1-based)

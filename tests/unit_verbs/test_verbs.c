@@ -818,6 +818,33 @@ static void test_accept_grant(void **state)
 	req = (struct rt_request){ .ctx = &ctx };
 	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
 	assert_int_equal(rt_verbs_ops.accept_grant(&req, grants, 2, &conn), RDMAPS_E_UNREACHABLE);
+
+	/* ESTABLISHED, then the client leaves before its table: PEER_GONE
+	 * (until 2026-12-06 the wait for the table read no rdma_cm event and
+	 * ended in TIMEOUT at the bound) */
+	mock_k.accept_event = RDMA_CM_EVENT_ESTABLISHED;
+	mock_k.accept_then_event = RDMA_CM_EVENT_DISCONNECTED;
+	mock_k.no_peer_table = 1;
+	queue_request(&lst, NULL, 0);
+	req = (struct rt_request){ .ctx = &ctx };
+	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	assert_int_equal(rt_verbs_ops.accept_grant(&req, grants, 2, &conn), RDMAPS_E_PEER_GONE);
+	assert_null(conn.backend);
+
+	/* no event at all: TIMEOUT at the bound (the ctx timeout, 200 ms) */
+	mock_k.accept_event = MOCK_NO_EVENT;
+	mock_k.accept_then_event = 0;
+	queue_request(&lst, NULL, 0);
+	req = (struct rt_request){ .ctx = &ctx };
+	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	{
+		uint64_t t0 = rt_now_ms();
+
+		assert_int_equal(rt_verbs_ops.accept_grant(&req, grants, 2, &conn), RDMAPS_E_TIMEOUT);
+		assert_true(rt_now_ms() - t0 >= 190);
+	}
+	assert_null(conn.backend);
+	assert_int_equal(mock_c.pds, 0);
 	listener_fini_all_freed(&lst);
 }
 
