@@ -741,8 +741,13 @@ static void linger(struct shard *s)
  * not theirs, so the idle, barrier and liveness clocks start again. */
 static void stall_check(struct shard *s, double *last_pass, double now, double *last_progress)
 {
+	double took = now - *last_pass;
 	if (!rdmaps_stalled(last_pass, now))
 		return;
+	/* said, so that a gap in training can be placed: here or elsewhere */
+	printf("ps %d: the serve loop did not come round for %.2f s (the process was stopped or got no CPU, "
+	       "or a call blocked)\n", s->j->task_index, took);
+	fflush(stdout);
 	*last_progress = now;
 	s->agg_since = s->last_barrier_msg = now;
 	for (int i = 0; i < s->W; i++) {

@@ -55,6 +55,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cluster.h"
@@ -173,9 +174,22 @@ struct observer {
 	pthread_t thr;
 	int stop;            /* __atomic */
 	double maxgap;       /* longest time current_version stood still */
+	double gap_at;       /* when that stall began (obs_since clock) */
+	double maxrtt, rtt_at; /* longest READ round trip, and when it began: a
+	                        * slow READ counts in the stall (its value may
+	                        * be as old as its start), this tells them apart */
 	uint64_t v0, v1;
 	int err;
 };
+
+/* Seconds since the observer started: the clock of every HOSTILE line that
+ * says "+T s", so that the longest stall can be placed among the phases
+ * of the attack (security.sh prints them). */
+static double obs_origin;
+static double obs_since(void)
+{
+	return rdmaps_now() - obs_origin;
+}
 
 static int obs_version(struct observer *o, uint64_t *v)
 {
@@ -207,15 +221,22 @@ static void *obs_run(void *arg)
 	while (!__atomic_load_n(&o->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t v;
 		usleep(50000);
+		double issued = rdmaps_now();
 		if ((o->err = obs_version(o, &v)))
 			return NULL;
 		double now = rdmaps_now();
+		if (now - issued > o->maxrtt) {
+			o->maxrtt = now - issued;
+			o->rtt_at = issued - obs_origin;
+		}
 		if (v != last) {
 			last = v;
 			changed = now;
 		}
-		if (now - changed > o->maxgap)
+		if (now - changed > o->maxgap) {
 			o->maxgap = now - changed;
+			o->gap_at = changed - obs_origin;
+		}
 	}
 	o->v1 = last;
 	return NULL;
@@ -257,11 +278,18 @@ static int obs_start(struct observer *o, uint32_t index, uint64_t hash, enum rt_
 		}
 		usleep(100000);
 	}
+	obs_origin = rdmaps_now();
 	if (pthread_create(&o->thr, NULL, obs_run, o)) {
 		rc = RDMAPS_E_NOMEM;
 		goto err;
 	}
-	printf("HOSTILE observer: connected as worker %u, parameters live\n", index);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		printf("HOSTILE observer: connected as worker %u, parameters live; +0 s = %.3f (unix time)\n",
+		       index, (double)ts.tv_sec + ts.tv_nsec / 1e9);
+	}
 	fflush(stdout);
 	return 0;
 err:
@@ -276,8 +304,10 @@ static int obs_finish(struct observer *o)
 	if (o->err)
 		printf("HOSTILE observer: READ failed: %s\n", rdmaps_strerror(o->err));
 	else
-		printf("HOSTILE observer: versions %llu -> %llu, longest stall %.2f s\n", (unsigned long long)o->v0,
-		       (unsigned long long)o->v1, o->maxgap);
+		printf("HOSTILE observer: versions %llu -> %llu; longest READ %.3f s from +%.2f s; "
+		       "from +%.2f s to +%.2f s: longest stall %.2f s\n",
+		       (unsigned long long)o->v0, (unsigned long long)o->v1, o->maxrtt, o->rtt_at, o->gap_at,
+		       o->gap_at + o->maxgap, o->maxgap);
 	fflush(stdout);
 	rt_conn_delete(&o->c);
 	rt_free(o->ctx, o->mbox, 64);
@@ -513,7 +543,8 @@ static int do_ring(uint32_t index, uint64_t hash)
 		fprintf(stderr, "hostile_peer: ring: sending the table failed\n");
 		return 1;
 	}
-	printf("HOSTILE ring: connected as worker %u; its serve socket is never read\n", index);
+	printf("HOSTILE ring: connected as worker %u at +%.2f s; its serve socket is never read\n", index,
+	       obs_since());
 	fflush(stdout);
 	for (int k = 1; k <= 600 && !tdrop; k++) {
 		struct rdmaps_slot_hdr sh = { .seq = (uint64_t)k, .kind = 99, .worker = index };
@@ -532,15 +563,15 @@ static int do_ring(uint32_t index, uint64_t hash)
 		pushes = k;
 		usleep(2000);
 	}
-	printf("HOSTILE ring: %d pushes in %.2f s%s\n", pushes, rdmaps_now() - t0,
-	       tdrop ? " (then the ps closed the connection)" : "");
+	printf("HOSTILE ring: %d pushes in %.2f s%s (+%.2f s)\n", pushes, rdmaps_now() - t0,
+	       tdrop ? " (then the ps closed the connection)" : "", obs_since());
 	fflush(stdout);
 	if (!tdrop) {
 		/* hold, still never reading fb, until the ps closes fa */
 		uint8_t x;
 		int r = recv_all(fa, &x, 1, 12000);
-		printf("HOSTILE ring: ps %s %.2f s after the start\n", r == -2 ? "still holds the connection"
-		       : "closed the connection", rdmaps_now() - t0);
+		printf("HOSTILE ring: ps %s %.2f s after the start (+%.2f s)\n", r == -2 ? "still holds the connection"
+		       : "closed the connection", rdmaps_now() - t0, obs_since());
 	}
 	close(fa);
 	close(fb);
@@ -635,6 +666,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	sleep(1); /* a baseline for the observer */
+	printf("HOSTILE %s: the attack starts at +%.2f s\n", argv[1], obs_since());
 	rc = rdma ? do_stall_rdma((uint32_t)atoi(argv[4]), hash)
 		  : dup ? do_dup((uint32_t)atoi(argv[4]))
 		  : !strcmp(argv[1], "stall") ? do_stall((uint32_t)atoi(argv[4]), hash)
@@ -647,8 +679,8 @@ int main(int argc, char **argv)
 		struct rt_conn *c = NULL;
 		double t0 = rdmaps_now();
 		int crc = o.mbox2 ? rt_connect(o.ctx, host, port, &hello, g, 1, 10000, &c) : RDMAPS_E_NOMEM;
-		printf("HOSTILE %s: then an honest connection as worker %s: %s after %.2f s\n", argv[1], argv[4],
-		       crc ? rdmaps_strerror(crc) : "accepted", rdmaps_now() - t0);
+		printf("HOSTILE %s: then an honest connection as worker %s: %s after %.2f s (+%.2f s)\n", argv[1],
+		       argv[4], crc ? rdmaps_strerror(crc) : "accepted", rdmaps_now() - t0, obs_since());
 		rt_conn_delete(&c);
 		rc = crc != 0;
 	}

@@ -27,7 +27,9 @@
 #          Since stop 27 the ps no longer flushes a full queue for up to
 #          3 s on its serving thread (0.00 s on the host, 0.15-0.30 s
 #          under TSan by hand), but the tsan tier of b47f469's CI still
-#          measured 2.78 s, not explained: the limit stays 5 s.
+#          measured 2.78 s, not explained: the limit stays 5 s.  The
+#          lines printed say where a stall sits (hostile_peer's +T clock,
+#          its longest READ; the ps's "serve loop did not come round").
 #        dup: a connection as worker 2 that answers nothing, then an honest
 #          one for index 2: the ps replaces the first after its liveness
 #          check (LIVE_CHECK_S) and the version must not stand still for 1 s
@@ -207,6 +209,9 @@ stall|ring|dup)
 	$tmo 90 "$hostile" "$hcase" "$ps" 4 2 3 "$t/token" >"$t/hostile.log" 2>&1
 	hrc=$?
 	grep '^HOSTILE' "$t/hostile.log"
+	# a gap the ps itself saw (stopped, no CPU, a blocking call): says
+	# where a long stall came from
+	grep "serve loop did not come round" "$t/ps.log" | sed 's/^/  /'
 	gap=$(sed -n 's/^HOSTILE observer: .*longest stall \([0-9.]*\) s$/\1/p' "$t/hostile.log")
 	[ -n "$gap" ] || gap=999 # the observer's READ failed: the ps stopped serving
 	if [ "$case" = stall ]; then

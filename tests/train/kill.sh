@@ -129,6 +129,10 @@ ps_pause)
 	grep -q "barrier timeout: waited" "$dir/w0.log" "$dir/w1.log" || fail "no worker named the barrier timeout of the pause"
 	grep -q "global step $steps, " "$dir/ps0.log" || fail "final global step is not $steps"
 	grep -h "barrier timeout\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	# the ps says how long it did not run (a gap in training is placed)
+	gap_=$(sed -n 's/^ps 0: the serve loop did not come round for \([0-9.]*\) s.*/\1/p' "$dir/ps0.log" | sort -n | tail -1)
+	[ -n "$gap_" ] && awk "BEGIN{exit !($gap_ >= 2.5)}" || fail "the ps did not say that it was stopped for 3 s (saw '$gap_')"
+	echo "  the ps: the serve loop did not come round for $gap_ s"
 	# the ps stays stopped: every worker gives up within --timeout
 	for t_ in ps0 w0 w1; do rm -f "$dir/$t_.log"; done
 	# (worker 0 computes 5 ms per step, so that worker 1 mostly waits for
