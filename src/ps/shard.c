@@ -106,11 +106,14 @@ static int is_pending(const struct shard *s, int i)
 
 /* Post worker i's current mailbox message (mbox_src) into its mailbox:
  * one 16-byte inline WRITE; releases, liveness probes and re-sends all go
- * through here. */
+ * through here.  Never waiting for room (RT_F_NOWAIT): a full send queue
+ * is RDMAPS_E_AGAIN at once (the release is then owed: post_release), as
+ * this thread serves every worker.  Until stop 28 a full verbs SQ waited
+ * here for room up to the ctx timeout (--timeout). */
 static int mbox_post(struct shard *s, int i, uint64_t wr_id, unsigned flags)
 {
 	return rt_write(s->conns[i], G_PS_MBOX_SRC, (size_t)i * MBOX_BYTES, G_W_MAILBOX, 0, MBOX_BYTES, wr_id,
-			flags | RT_F_INLINE);
+			flags | RT_F_INLINE | RT_F_NOWAIT);
 }
 
 /* Take worker i's completions: unsignaled writes complete only when they

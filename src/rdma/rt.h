@@ -154,6 +154,12 @@ struct rt_completion {
 #define RT_F_SIGNALED 1u      /* produce a completion */
 #define RT_F_INLINE   2u      /* hint: small payload may be inlined */
 #define RT_F_FENCE    4u      /* wait for earlier READ/ATOMIC on this conn first */
+/* A full send queue returns RDMAPS_E_AGAIN at once (after taking what has
+ * completed) instead of waiting for room up to the ctx timeout: for an
+ * owner that serves many peers on one thread (the ps).  verbs: the SQ;
+ * tcp: its queue of unanswered ops returns AGAIN at once anyway (a send
+ * into a full socket still waits, up to the ctx timeout). */
+#define RT_F_NOWAIT   8u
 
 /* --- context ----------------------------------------------------------- */
 

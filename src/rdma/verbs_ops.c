@@ -144,8 +144,9 @@ static int idle_pass(struct rt_conn *c, uint64_t now, uint64_t start, uint64_t d
  * sleep on the completion channel (and read rdma_cm events: a DISCONNECTED
  * ends the wait), as rt_poll does.  until_ms = 0: the ctx timeout, then
  * RDMAPS_E_AGAIN (a post: the conn stays usable); else that deadline (a
- * flush), then RDMAPS_E_TIMEOUT. */
-static int make_room(struct rt_conn *c, uint64_t until_ms)
+ * flush), then RDMAPS_E_TIMEOUT.  nowait (RT_F_NOWAIT): take what has
+ * completed, once, and RDMAPS_E_AGAIN if that freed nothing. */
+static int make_room(struct rt_conn *c, uint64_t until_ms, int nowait)
 {
 	struct verbs_conn *vc = c->backend;
 	uint64_t start = 0, deadline = until_ms;
@@ -161,8 +162,8 @@ static int make_room(struct rt_conn *c, uint64_t until_ms)
 		if (n == 0) {
 			uint64_t now;
 
-			if (vc->stash_n >= VERBS_STASH)
-				return RDMAPS_E_AGAIN; /* caller must rt_poll first */
+			if (nowait || vc->stash_n >= VERBS_STASH)
+				return RDMAPS_E_AGAIN; /* nowait, or the caller must rt_poll first */
 			if (++spins % VERBS_SPIN_CHECK != 0)
 				continue;
 			now = rt_now_ms();
@@ -189,7 +190,7 @@ static int post_wr(struct rt_conn *c, unsigned op, void *laddr, uint32_t lkey,
 	int signal, rc;
 
 	if (vc->head - vc->tail >= vc->sq_depth) {
-		rc = make_room(c, 0);
+		rc = make_room(c, 0, (flags & RT_F_NOWAIT) != 0);
 		if (rc)
 			return rc;
 	}
@@ -355,7 +356,7 @@ int verbs_flush(struct rt_conn *c, int timeout_ms)
 	if (!vc->broken && vc->head != vc->tail && vc->since_signal) {
 		/* room for the fence op within this flush's own timeout (post_wr
 		 * would wait the ctx timeout for it) */
-		if (vc->head - vc->tail >= vc->sq_depth && (rc = make_room(c, deadline)))
+		if (vc->head - vc->tail >= vc->sq_depth && (rc = make_room(c, deadline, 0)))
 			return rc;
 		rc = post_fence_op(c);
 		if (rc)

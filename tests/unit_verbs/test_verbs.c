@@ -604,6 +604,32 @@ static void test_sq_full_and_flush(void **state)
 	conn_fini_all_freed();
 }
 
+/* RT_F_NOWAIT (the ps's mailbox WRITEs): a full SQ is AGAIN at once, not
+ * after the ctx timeout; room that completions freed is taken first. */
+static void test_sq_full_nowait(void **state)
+{
+	struct timespec a, b;
+	int rc = 0;
+
+	(void)state;
+	assert_int_equal(do_connect(200), 0);
+	ctx.timeout_ms = 3000;
+	for (int i = 0; i < VERBS_SQ_DEPTH && !rc; i++)
+		rc = rt_verbs_ops.post(&conn, RT_OP_WRITE, 1, 0, 0, 0, 8, 0, 0, i, RT_F_NOWAIT);
+	assert_int_equal(rc, 0);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(rt_verbs_ops.post(&conn, RT_OP_WRITE, 1, 0, 0, 0, 8, 0, 0, 500, RT_F_NOWAIT),
+			 RDMAPS_E_AGAIN);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true(elapsed_ms(&a, &b) < 100); /* without the flag: the 3 s ctx timeout */
+	/* the first half completes (the signaled op every sq_depth/2 posts):
+	 * the next NOWAIT post takes that room */
+	mock_queue_wc(VERBS_SQ_DEPTH / 2 - 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0);
+	assert_int_equal(rt_verbs_ops.post(&conn, RT_OP_WRITE, 1, 0, 0, 0, 8, 0, 0, 501, RT_F_NOWAIT), 0);
+	ctx.timeout_ms = 30;
+	conn_fini_all_freed();
+}
+
 /* A full send queue whose last ops are unsignaled: rt_flush needs room for
  * its own signaled op, and waits for it within its own timeout, asleep on
  * the completion channel (until 2026-12-06 it spun for the ctx timeout,
@@ -956,6 +982,7 @@ int main(void)
 		cmocka_unit_test_setup(test_accept_wrong_token_logged_and_refused, setup),
 		cmocka_unit_test_setup(test_accept_unexpected_token_refused, setup),
 		cmocka_unit_test_setup(test_accept_grant, setup),
+		cmocka_unit_test_setup(test_sq_full_nowait, setup),
 		cmocka_unit_test_setup(test_accept_start_poll, setup),
 	};
 
