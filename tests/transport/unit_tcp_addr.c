@@ -60,70 +60,82 @@ static uint16_t port_of(const struct addrinfo *a)
 	return ntohs(((const struct sockaddr_in *)a->ai_addr)->sin_port);
 }
 
+/* Two chained addresses on 127.0.0.1: which of them has a listener (lfd,
+ * else -1) is the test's. */
+struct two {
+	int lfd;
+	uint16_t lport;
+	struct addrinfo *a, *b;
+};
+
+static void two_new(struct two *t, int a_listens, int b_listens)
+{
+	t->lfd = -1;
+	t->a = ai_of(a_listens ? (t->lfd = listener(8, &t->lport), t->lport) : closed_port());
+	t->b = ai_of(b_listens ? (t->lfd = listener(8, &t->lport), t->lport) : closed_port());
+	t->a->ai_next = t->b;
+}
+
+static void two_free(struct two *t)
+{
+	t->a->ai_next = NULL;
+	freeaddrinfo(t->a);
+	freeaddrinfo(t->b);
+	if (t->lfd >= 0)
+		close(t->lfd);
+}
+
 /* The first address refuses, the second listens: the second is used. */
 static void second_address_after_refusal(void **st)
 {
-	uint16_t lp, cp = closed_port();
-	int lfd = listener(8, &lp), fd = -1;
-	struct addrinfo *a = ai_of(cp), *b = ai_of(lp);
 	const struct addrinfo *used = NULL;
+	struct two t;
+	int fd = -1, c;
 
 	(void)st;
-	a->ai_next = b;
-	assert_int_equal(tcp_connect_any(a, rt_now_ms() + 5000, &fd, &used), RDMAPS_OK);
-	assert_ptr_equal(used, b);
+	two_new(&t, 0, 1);
+	assert_int_equal(tcp_connect_any(t.a, rt_now_ms() + 5000, &fd, &used), RDMAPS_OK);
+	assert_ptr_equal(used, t.b);
 	assert_true(fd >= 0);
-	{
-		int c = accept(lfd, NULL, NULL); /* it really is connected there */
-
-		assert_true(c >= 0);
-		close(c);
-	}
+	c = accept(t.lfd, NULL, NULL); /* it really is connected there */
+	assert_true(c >= 0);
+	close(c);
 	close(fd);
-	a->ai_next = NULL;
-	freeaddrinfo(a);
-	freeaddrinfo(b);
-	close(lfd);
+	two_free(&t);
 }
 
 /* The first address listens: the second is never tried. */
 static void first_address_wins(void **st)
 {
-	uint16_t lp, cp = closed_port();
-	int lfd = listener(8, &lp), fd = -1;
-	struct addrinfo *a = ai_of(lp), *b = ai_of(cp);
 	const struct addrinfo *used = NULL;
+	struct two t;
+	int fd = -1;
 
 	(void)st;
-	a->ai_next = b;
-	assert_int_equal(tcp_connect_any(a, rt_now_ms() + 5000, &fd, &used), RDMAPS_OK);
-	assert_ptr_equal(used, a);
-	assert_int_equal(port_of(used), lp);
+	two_new(&t, 1, 0);
+	assert_int_equal(tcp_connect_any(t.a, rt_now_ms() + 5000, &fd, &used), RDMAPS_OK);
+	assert_ptr_equal(used, t.a);
+	assert_int_equal(port_of(used), t.lport);
 	close(fd);
-	a->ai_next = NULL;
-	freeaddrinfo(a);
-	freeaddrinfo(b);
-	close(lfd);
+	two_free(&t);
 }
 
 /* Every address refuses: REFUSED (retriable: the server may not be up yet),
  * at once, and no descriptor leaks out. */
 static void all_refuse(void **st)
 {
-	struct addrinfo *a = ai_of(closed_port()), *b = ai_of(closed_port());
 	const struct addrinfo *used = NULL;
 	uint64_t t0 = rt_now_ms();
+	struct two t;
 	int fd = -1;
 
 	(void)st;
-	a->ai_next = b;
-	assert_int_equal(tcp_connect_any(a, t0 + 5000, &fd, &used), RDMAPS_E_REFUSED);
+	two_new(&t, 0, 0);
+	assert_int_equal(tcp_connect_any(t.a, t0 + 5000, &fd, &used), RDMAPS_E_REFUSED);
 	assert_int_equal(fd, -1);
 	assert_null(used);
 	assert_true(rt_now_ms() - t0 < 2000);
-	a->ai_next = NULL;
-	freeaddrinfo(a);
-	freeaddrinfo(b);
+	two_free(&t);
 }
 
 /* A silent first address (a listener whose backlog is full: the SYN goes
@@ -132,50 +144,43 @@ static void all_refuse(void **st)
  * silence a connect (the stack answers or refuses instead). */
 static void silent_address_gets_a_share(void **st)
 {
-	uint16_t sp, lp;
-	int sfd = listener(0, &sp), lfd = listener(8, &lp), fill[4], nfill = 0, fd = -1, silent = 0;
-	struct addrinfo *s = ai_of(sp), *b = ai_of(lp);
+	uint16_t sp;
+	int sfd = listener(0, &sp), fill[4], nfill = 0, fd = -1, silent = 0;
 	const struct addrinfo *used = NULL;
-	const struct addrinfo *u = NULL;
-	uint64_t t0;
+	struct two t;
 
 	(void)st;
+	two_new(&t, 0, 1);
+	t.a->ai_next = NULL;
+	freeaddrinfo(t.a); /* the closed port: the full backlog instead */
+	t.a = ai_of(sp);
 	/* fill the backlog until a connect stays unanswered for 300 ms */
 	while (nfill < 4) {
-		int rc = tcp_connect_any(s, rt_now_ms() + 300, &fill[nfill], &u);
+		int rc = tcp_connect_any(t.a, rt_now_ms() + 300, &fill[nfill], &used);
 
-		if (rc == RDMAPS_E_TIMEOUT) {
-			silent = 1;
-			break;
-		}
+		if (rc)
+			silent = rc == RDMAPS_E_TIMEOUT;
 		if (rc)
 			break;
 		nfill++;
 	}
-	if (!silent) {
-		for (int i = 0; i < nfill; i++)
-			close(fill[i]);
-		freeaddrinfo(s);
-		freeaddrinfo(b);
-		close(sfd);
-		close(lfd);
-		skip();
+	if (silent) {
+		uint64_t t0 = rt_now_ms();
+
+		t.a->ai_next = t.b;
+		assert_int_equal(tcp_connect_any(t.a, t0 + 2000, &fd, &used), RDMAPS_OK);
+		assert_ptr_equal(used, t.b);
+		/* about half of the 2 s went to the silent one, not all of it */
+		assert_true(rt_now_ms() - t0 >= 800);
+		assert_true(rt_now_ms() - t0 < 1900);
+		close(fd);
 	}
-	s->ai_next = b;
-	t0 = rt_now_ms();
-	assert_int_equal(tcp_connect_any(s, t0 + 2000, &fd, &used), RDMAPS_OK);
-	assert_ptr_equal(used, b);
-	/* about half of the 2 s went to the silent one, not all of it */
-	assert_true(rt_now_ms() - t0 >= 800);
-	assert_true(rt_now_ms() - t0 < 1900);
-	close(fd);
-	s->ai_next = NULL;
 	for (int i = 0; i < nfill; i++)
 		close(fill[i]);
-	freeaddrinfo(s);
-	freeaddrinfo(b);
 	close(sfd);
-	close(lfd);
+	two_free(&t);
+	if (!silent)
+		skip();
 }
 
 int main(void)
