@@ -208,8 +208,9 @@ int rdmaps_local_bind_host(const char *host, char *out, size_t outlen, char *why
 	ai = NULL;
 	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
 		return 0;
-	/* the first address is the one a listener binds (tcp_setup.c,
-	 * verbs_conn.c take the first getaddrinfo answer) */
+	/* the first address is the one a verbs listener binds (verbs_conn.c
+	 * takes the first getaddrinfo answer; tcp_setup.c binds each, since
+	 * stop 28): a loopback one first means the wildcard, on both */
 	if (is_loopback(ai->ai_addr)) {
 		getnameinfo(ai->ai_addr, ai->ai_addrlen, first, sizeof(first), NULL, 0, NI_NUMERICHOST);
 		for (const struct addrinfo *a = ai; a; a = a->ai_next) {

@@ -46,8 +46,13 @@ struct tcp_pending {
 	int complete;
 };
 
+/* A name may resolve to several addresses (::1 and 127.0.0.1; the
+ * wildcards 0.0.0.0 and ::): the listener binds each, up to this many. */
+#define TCP_LISTEN_MAX 4
+
 struct tcp_listener {
-	int fd;
+	int fd[TCP_LISTEN_MAX];
+	int nfd;
 	int npend;
 	int warned_full;        /* said once that the table filled up */
 	struct tcp_pending pend[TCP_PENDING_MAX];
@@ -248,14 +253,65 @@ static int conn_start(struct rt_conn *c, int ofd, int sfd)
 
 /* ------------------------------------------------------------ server */
 
+/* One listening socket on a (port: the listener's, once the first bound
+ * an ephemeral one).  v6only: an IPv6 socket beside IPv4 ones takes IPv6
+ * only (else its bind would clash with theirs on Linux). */
+static int listen_one(const struct addrinfo *a, uint16_t port, int v6only, int *out, int *eno)
+{
+	struct sockaddr_storage ss;
+	int one = 1, fd, rc;
+
+	memcpy(&ss, a->ai_addr, a->ai_addrlen);
+	if (ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)&ss)->sin_port = htons(port);
+	fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		RDMAPS_ERR("tcp: socket failed: %s", strerror(errno));
+		return RDMAPS_E_IO;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (v6only && a->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, a->ai_addrlen) < 0) {
+		*eno = errno;
+		rc = errno == EADDRNOTAVAIL ? RDMAPS_E_UNREACHABLE
+		     : errno == EADDRINUSE ? RDMAPS_E_ADDR_IN_USE : RDMAPS_E_IO;
+		close(fd);
+		return rc;
+	}
+	if (listen(fd, 128) < 0) {
+		RDMAPS_ERR("tcp: listen failed: %s", strerror(errno));
+		close(fd);
+		return RDMAPS_E_IO;
+	}
+	*out = fd;
+	return RDMAPS_OK;
+}
+
+static uint16_t bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return 0;
+	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					      : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* Listen on every address host resolves to (up to TCP_LISTEN_MAX), on one
+ * port: a client tries them in turn (tcp_connect_any), and one that cannot
+ * reach the first must find us on the next.  The first address must bind
+ * (its failure is the listen's); a later one that cannot is left out with
+ * a warning. */
 static int tcp_listen(struct rt_ctx *ctx, const char *host, uint16_t port,
 		      struct rt_listener *lst)
 {
 	struct tcp_listener *tl;
 	struct addrinfo *ai = NULL;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	int one = 1, rc;
+	int v4 = 0, rc;
 
 	(void)ctx;
 	tl = calloc(1, sizeof(*tl));
@@ -266,37 +322,42 @@ static int tcp_listen(struct rt_ctx *ctx, const char *host, uint16_t port,
 	rc = resolve(host, port, 1, &ai);
 	if (rc)
 		goto err_free;
-	tl->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (tl->fd < 0) {
-		RDMAPS_ERR("tcp: socket failed: %s", strerror(errno));
-		rc = RDMAPS_E_IO;
-		goto err_ai;
+	for (const struct addrinfo *a = ai; a; a = a->ai_next)
+		v4 |= a->ai_family == AF_INET;
+	for (const struct addrinfo *a = ai; a && tl->nfd < TCP_LISTEN_MAX; a = a->ai_next) {
+		char name[INET6_ADDRSTRLEN] = "?";
+		int eno = 0, dup = 0;
+
+		for (const struct addrinfo *b = ai; b != a && !dup; b = b->ai_next)
+			dup = b->ai_addrlen == a->ai_addrlen && !memcmp(b->ai_addr, a->ai_addr, a->ai_addrlen);
+		if (dup) /* a name listed twice in /etc/hosts */
+			continue;
+		rc = listen_one(a, port, v4, &tl->fd[tl->nfd], &eno);
+		if (!rc) {
+			if (!tl->nfd++ && !(port = bound_port(tl->fd[0]))) {
+				RDMAPS_ERR("tcp: getsockname failed: %s", strerror(errno));
+				rc = RDMAPS_E_IO;
+				goto err_socks;
+			}
+			continue;
+		}
+		getnameinfo(a->ai_addr, a->ai_addrlen, name, sizeof(name), NULL, 0, NI_NUMERICHOST);
+		if (!tl->nfd) {
+			if (eno)
+				RDMAPS_ERR("tcp: bind(%s:%u) failed: %s", host && *host ? host : "*", port,
+					   strerror(eno));
+			goto err_socks;
+		}
+		RDMAPS_WARN("tcp: %s:%u also resolves to %s, which cannot be bound (%s): not listening there",
+			    host && *host ? host : "*", port, name, eno ? strerror(eno) : rdmaps_strerror(rc));
 	}
-	setsockopt(tl->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(tl->fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-		RDMAPS_ERR("tcp: bind(%s:%u) failed: %s", host ? host : "*", port, strerror(errno));
-		rc = errno == EADDRNOTAVAIL ? RDMAPS_E_UNREACHABLE
-		     : errno == EADDRINUSE ? RDMAPS_E_ADDR_IN_USE : RDMAPS_E_IO;
-		goto err_sock;
-	}
-	if (listen(tl->fd, 128) < 0) {
-		RDMAPS_ERR("tcp: listen failed: %s", strerror(errno));
-		rc = RDMAPS_E_IO;
-		goto err_sock;
-	}
-	if (getsockname(tl->fd, (struct sockaddr *)&ss, &sl) < 0) {
-		RDMAPS_ERR("tcp: getsockname failed: %s", strerror(errno));
-		rc = RDMAPS_E_IO;
-		goto err_sock;
-	}
-	lst->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-						   : ((struct sockaddr_in *)&ss)->sin_port);
+	lst->port = port;
 	freeaddrinfo(ai);
 	lst->backend = tl;
 	return RDMAPS_OK;
-err_sock:
-	close(tl->fd);
-err_ai:
+err_socks:
+	while (tl->nfd)
+		close(tl->fd[--tl->nfd]);
 	freeaddrinfo(ai);
 err_free:
 	free(tl);
@@ -342,7 +403,8 @@ static void tcp_listener_fini(struct rt_listener *lst)
 		return;
 	while (tl->npend)
 		pend_drop(tl, 0, 1);
-	close(tl->fd);
+	while (tl->nfd)
+		close(tl->fd[--tl->nfd]);
 	free(tl);
 	lst->backend = NULL;
 }
@@ -418,7 +480,8 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 	uint64_t hello_ms = (uint64_t)(ctx->timeout_ms < TCP_HELLO_MS ? ctx->timeout_ms : TCP_HELLO_MS);
 
 	for (int pass = 0;; pass++) {
-		struct pollfd pfd[TCP_PENDING_MAX + 1];
+		struct pollfd pfd[TCP_LISTEN_MAX + TCP_PENDING_MAX];
+		struct pollfd *pp = pfd + tl->nfd; /* the pending sockets' */
 		int a, b, rc, wait;
 		uint64_t now = rt_now_ms();
 
@@ -450,18 +513,20 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 		 * (each accepts one socket), even while sockets keep coming */
 		if (!timeout_ms && pass >= 2 * TCP_PENDING_MAX)
 			return RDMAPS_E_TIMEOUT;
-		pfd[0].fd = tl->fd;
-		pfd[0].events = POLLIN; /* a full table evicts (pend_evict) */
+		for (int k = 0; k < tl->nfd; k++) {
+			pfd[k].fd = tl->fd[k];
+			pfd[k].events = POLLIN; /* a full table evicts (pend_evict) */
+		}
 		for (int i = 0; i < tl->npend; i++) {
-			pfd[i + 1].fd = tl->pend[i].fd;
+			pp[i].fd = tl->pend[i].fd;
 			/* complete ones too: their client may hang up */
-			pfd[i + 1].events = POLLIN;
+			pp[i].events = POLLIN;
 			if (tl->pend[i].deadline <= now)
 				wait = 0; /* read what it sent, then expire it */
 			else if (tl->pend[i].deadline - now < (uint64_t)wait)
 				wait = (int)(tl->pend[i].deadline - now) + 1;
 		}
-		rc = poll(pfd, (nfds_t)tl->npend + 1, wait);
+		rc = poll(pfd, (nfds_t)(tl->nfd + tl->npend), wait);
 		if (rc < 0) {
 			if (errno == EINTR)
 				continue;
@@ -477,7 +542,7 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 			struct tcp_pending *p = &tl->pend[i];
 			ssize_t n;
 
-			if (!(pfd[i + 1].revents & (POLLIN | POLLERR | POLLHUP)))
+			if (!(pp[i].revents & (POLLIN | POLLERR | POLLHUP)))
 				continue;
 			if (p->complete) {
 				/* nothing may follow a hello before our set-up
@@ -495,8 +560,12 @@ static int tcp_accept(struct rt_listener *lst, int timeout_ms, struct rt_request
 				pend_drop(tl, i, 1);
 			}
 		}
-		if (pfd[0].revents & POLLIN) {
-			int fd = accept4(tl->fd, NULL, NULL, SOCK_CLOEXEC);
+		for (int k = 0; k < tl->nfd; k++) {
+			int fd;
+
+			if (!(pfd[k].revents & POLLIN))
+				continue;
+			fd = accept4(tl->fd[k], NULL, NULL, SOCK_CLOEXEC);
 
 			if (fd >= 0) {
 				if (tcp_set_sock_opts(fd)) {
