@@ -604,19 +604,29 @@ static void test_sq_full_and_flush(void **state)
 	conn_fini_all_freed();
 }
 
+/* Fill the SQ with 8-byte WRITEs (wr_id = their index) that nothing
+ * completes: flags on each, plus RT_F_SIGNALED on the one at signaled_at
+ * (-1: none beyond the hidden ones). */
+static void fill_sq(unsigned flags, int signaled_at)
+{
+	int rc = 0;
+
+	for (int i = 0; i < VERBS_SQ_DEPTH && !rc; i++)
+		rc = rt_verbs_ops.post(&conn, RT_OP_WRITE, 1, 0, 0, 0, 8, 0, 0, i,
+				       flags | (i == signaled_at ? RT_F_SIGNALED : 0));
+	assert_int_equal(rc, 0);
+}
+
 /* RT_F_NOWAIT (the ps's mailbox WRITEs): a full SQ is AGAIN at once, not
  * after the ctx timeout; room that completions freed is taken first. */
 static void test_sq_full_nowait(void **state)
 {
 	struct timespec a, b;
-	int rc = 0;
 
 	(void)state;
 	assert_int_equal(do_connect(200), 0);
 	ctx.timeout_ms = 3000;
-	for (int i = 0; i < VERBS_SQ_DEPTH && !rc; i++)
-		rc = rt_verbs_ops.post(&conn, RT_OP_WRITE, 1, 0, 0, 0, 8, 0, 0, i, RT_F_NOWAIT);
-	assert_int_equal(rc, 0);
+	fill_sq(RT_F_NOWAIT, -1);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	assert_int_equal(rt_verbs_ops.post(&conn, RT_OP_WRITE, 1, 0, 0, 0, 8, 0, 0, 500, RT_F_NOWAIT),
 			 RDMAPS_E_AGAIN);
@@ -638,15 +648,11 @@ static void test_flush_full_sq_own_timeout(void **state)
 {
 	struct rt_completion comp[1];
 	struct timespec a, b;
-	int rc = 0;
 
 	(void)state;
 	assert_int_equal(do_connect(200), 0);
 	ctx.timeout_ms = 3000;
-	for (int i = 0; i < VERBS_SQ_DEPTH && !rc; i++)
-		rc = rt_verbs_ops.post(&conn, RT_OP_WRITE, 1, 0, 0, 0, 8, 0, 0, i,
-				       i == VERBS_SQ_DEPTH - 28 ? RT_F_SIGNALED : 0);
-	assert_int_equal(rc, 0);
+	fill_sq(0, VERBS_SQ_DEPTH - 28);
 	mock_c.arms = 0;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	assert_int_equal(rt_verbs_ops.flush(&conn, 40), RDMAPS_E_TIMEOUT);
@@ -728,6 +734,14 @@ static void queue_request(struct rt_listener *lst, const char *token, int bad_ma
 			 pd, sizeof(pd));
 }
 
+/* A client's connect request, taken: *req is a fresh request holding it. */
+static void accept_next(struct rt_listener *lst, struct rt_request *req)
+{
+	queue_request(lst, NULL, 0);
+	*req = (struct rt_request){ .ctx = &ctx };
+	assert_int_equal(rt_verbs_ops.accept(lst, 200, req), 0);
+}
+
 static void set_token(const char *token)
 {
 	ctx.token_len = strlen(token);
@@ -800,8 +814,7 @@ static void test_accept_unexpected_token_refused(void **state)
 	assert_int_equal(ctx.token_len, 0);
 	assert_int_equal(rt_verbs_ops.listen(&ctx, "127.0.0.1", 0, &lst), 0);
 	request_refused_for_auth(&lst, "secret");
-	queue_request(&lst, NULL, 0);
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	assert_int_equal(mock_c.rejects, 1);
 	/* a refusal with a reason: the index is in use */
 	req.reject_status = RDMAPS_E_IN_USE;
@@ -818,8 +831,7 @@ static void test_accept_grant(void **state)
 
 	(void)state;
 	assert_int_equal(rt_verbs_ops.listen(&ctx, "0.0.0.0", 7471, &lst), 0);
-	queue_request(&lst, NULL, 0);
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	assert_int_equal(rt_verbs_ops.accept_grant(&req, grants, 2, &conn), 0);
 	assert_int_equal(mock_c.accepts, 1);
 	assert_int_equal(conn.peer_hello.role, 1);
@@ -829,9 +841,7 @@ static void test_accept_grant(void **state)
 	assert_int_equal(mock_c.pds, 0);
 
 	/* failure before rdma_accept: the peer is rejected, all unwound */
-	queue_request(&lst, NULL, 0);
-	req = (struct rt_request){ .ctx = &ctx };
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	mock_k.fail_create_qp = 1;
 	assert_int_equal(rt_verbs_ops.accept_grant(&req, grants, 2, &conn), RDMAPS_E_IO);
 	assert_int_equal(mock_c.rejects, 1);
@@ -840,9 +850,7 @@ static void test_accept_grant(void **state)
 	/* no ESTABLISHED */
 	mock_k.fail_create_qp = 0;
 	mock_k.accept_event = RDMA_CM_EVENT_CONNECT_ERROR;
-	queue_request(&lst, NULL, 0);
-	req = (struct rt_request){ .ctx = &ctx };
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	assert_int_equal(rt_verbs_ops.accept_grant(&req, grants, 2, &conn), RDMAPS_E_UNREACHABLE);
 
 	/* ESTABLISHED, then the client leaves before its table: PEER_GONE
@@ -851,18 +859,14 @@ static void test_accept_grant(void **state)
 	mock_k.accept_event = RDMA_CM_EVENT_ESTABLISHED;
 	mock_k.accept_then_event = RDMA_CM_EVENT_DISCONNECTED;
 	mock_k.no_peer_table = 1;
-	queue_request(&lst, NULL, 0);
-	req = (struct rt_request){ .ctx = &ctx };
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	assert_int_equal(rt_verbs_ops.accept_grant(&req, grants, 2, &conn), RDMAPS_E_PEER_GONE);
 	assert_null(conn.backend);
 
 	/* no event at all: TIMEOUT at the bound (the ctx timeout, 200 ms) */
 	mock_k.accept_event = MOCK_NO_EVENT;
 	mock_k.accept_then_event = 0;
-	queue_request(&lst, NULL, 0);
-	req = (struct rt_request){ .ctx = &ctx };
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	{
 		uint64_t t0 = rt_now_ms();
 
@@ -885,8 +889,7 @@ static void test_accept_start_poll(void **state)
 
 	(void)state;
 	assert_int_equal(rt_verbs_ops.listen(&ctx, "0.0.0.0", 7471, &lst), 0);
-	queue_request(&lst, NULL, 0);
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	assert_int_equal(rt_verbs_ops.accept_start(&req, grants, 2, &conn), 0);
 	assert_int_equal(mock_c.accepts, 1);
 	assert_int_equal(conn.remote_valid[0], 0);   /* no table yet */
@@ -900,9 +903,7 @@ static void test_accept_start_poll(void **state)
 
 	/* no ESTABLISHED but an error event: the poll fails, all unwound */
 	mock_k.accept_event = RDMA_CM_EVENT_CONNECT_ERROR;
-	queue_request(&lst, NULL, 0);
-	req = (struct rt_request){ .ctx = &ctx };
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	assert_int_equal(rt_verbs_ops.accept_start(&req, grants, 2, &conn), 0);
 	assert_int_equal(rt_verbs_ops.accept_poll(&conn), RDMAPS_E_UNREACHABLE);
 	assert_null(conn.backend);
@@ -912,9 +913,7 @@ static void test_accept_start_poll(void **state)
 	/* no event at all: AGAIN without waiting, then TIMEOUT once the bound
 	 * (the ctx timeout, 200 ms here, below RT_HANDSHAKE_VERBS_MS) passed */
 	mock_k.accept_event = MOCK_NO_EVENT;
-	queue_request(&lst, NULL, 0);
-	req = (struct rt_request){ .ctx = &ctx };
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	assert_int_equal(rt_verbs_ops.accept_start(&req, grants, 2, &conn), 0);
 	{
 		uint64_t t0 = rt_now_ms();
@@ -932,9 +931,7 @@ static void test_accept_start_poll(void **state)
 	 * DISCONNECTED ends the set-up at the next poll, not at the deadline */
 	mock_k.accept_event = RDMA_CM_EVENT_ESTABLISHED;
 	mock_k.no_peer_table = 1;
-	queue_request(&lst, NULL, 0);
-	req = (struct rt_request){ .ctx = &ctx };
-	assert_int_equal(rt_verbs_ops.accept(&lst, 200, &req), 0);
+	accept_next(&lst, &req);
 	assert_int_equal(rt_verbs_ops.accept_start(&req, grants, 2, &conn), 0);
 	assert_int_equal(rt_verbs_ops.accept_poll(&conn), RDMAPS_E_AGAIN);
 	{
