@@ -18,6 +18,8 @@ ibv_devices || { echo "RDMA-TIER ibv_devices failed"; exit 1; }
 ibv_devinfo | grep -E 'hca_id|transport|state|link_layer' || true
 echo "== rdmaps devices $addr"
 "$build/src/cli/rdmaps" devices "$addr" || { echo "RDMA-TIER rdmaps devices: no active RDMA port serves $addr"; exit 1; }
+# the build and the BLAS kernels it picked on this (emulated) CPU
+"$build/src/cli/rdmaps" --version || true
 
 # perftest pair: server in background, client to $addr. Prints client output.
 # $1 = binary, rest = args (both sides).

@@ -98,6 +98,9 @@ check_ce() {
 	[ "$n" -eq "$2" ] || fail "expected $2 workers to report validation cross entropy, got $n"
 	grep "validation cross entropy = " "$out" | awk -v max="$1" '{ v = $NF; print "  " $0; if (v + 0 > max + 0 || v != v + 0) bad = 1 } END { exit bad }' \
 		|| fail "validation cross entropy above $1"
+	# where a run's time went (the rdma tier's DETAIL lines: under TCG a
+	# test's wall time is training, the final evaluation and start-up)
+	grep "Training elapsed time" "$out" | sed 's/^/  /'
 }
 
 # check_accounting R: every ps's last line adds up: the gradients it
