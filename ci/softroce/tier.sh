@@ -182,9 +182,11 @@ fi
 # RDMAPS_TIER_TESTS=REGEX: only the rdma tests whose names match (a
 # developer's rerun of one test; CI never sets it)
 echo "== ctest -L rdma${RDMAPS_TIER_TESTS:+ -R $RDMAPS_TIER_TESTS} ($build)"
-ctest --test-dir "$build" -L rdma ${RDMAPS_TIER_TESTS:+-R "$RDMAPS_TIER_TESTS"} --output-on-failure --timeout 300 >"$out/ctest.log" 2>&1
-crc=$?
-cat "$out/ctest.log"
+# live (each test's line as it ends), and kept for the counts below
+rm -f "$out/ctest.rc"
+{ ctest --test-dir "$build" -L rdma ${RDMAPS_TIER_TESTS:+-R "$RDMAPS_TIER_TESTS"} --output-on-failure --timeout 300 2>&1
+  echo $? >"$out/ctest.rc"; } | tee "$out/ctest.log"
+crc=$(cat "$out/ctest.rc" 2>/dev/null || echo 1)
 # what the end-to-end scripts measured (their indented summary lines), also
 # for the tests that passed (ctest prints output only on failure); "  [" is
 # e2e.sh's check_ce quoting a task's validation cross entropy line
