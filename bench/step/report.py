@@ -292,38 +292,48 @@ def main():
                 continue
             ms = g["phases"]["wait_us"]["avg"]
             ma = ga["phases"]["wait_us"]["avg"]
+            # the ps's own view of the barrier (ps 0's line; runs before stop 29 lack it)
+            pb = [r["ps0_barrier"] for r in g["runs"] if r.get("ps0_barrier")]
             rows.append({"model": m, "ps": P, "workers": W, "pairs": len(gr),
                          "sync_grads_s": g["grads_s"], "async_grads_s": ga["grads_s"],
                          "grads_ratio": med(gr), "grads_ratio_min": min(gr), "grads_ratio_max": max(gr),
                          "sync_gsteps_s": g["gsteps_s"], "async_gsteps_s": ga["gsteps_s"],
                          "gsteps_ratio": med(sr), "gsteps_ratio_min": min(sr), "gsteps_ratio_max": max(sr),
                          "sync_wait_avg_us": ms, "async_wait_avg_us": ma, "barrier_cost_us": ms - ma,
-                         "barrier_share": (ms - ma) / g["phases"]["total_us"]["avg"]})
+                         "barrier_share": (ms - ma) / g["phases"]["total_us"]["avg"],
+                         "ps_spread_p50_us": med([b["spread_p50_us"] for b in pb]) if pb else None,
+                         "ps_settle_p50_us": med([b["settle_p50_us"] for b in pb]) if pb else None})
         derived["sync_vs_async"] = rows
         derived["sync_vs_async_unpaired"] = unpaired
         if rows or unpaired:
             txt.append("\n== Sync vs async, equal-speed workers (steady window: all workers warm, none done; "
                        "ratio = median over the pairs column's back-to-back pairs [min..max]). TF global step: sync +1 per R=W "
-                       "aggregated gradients, async +1 per gradient. barrier = mean wait sync - mean wait async")
-            txt.append("%-6s %2s %2s %5s %9s %9s %17s %9s %9s %17s %10s %6s" % (
+                       "aggregated gradients, async +1 per gradient. barrier = mean wait sync - mean wait async; "
+                       "ps_spread / ps_settle: ps 0's own p50s per update (first to R-th gradient; R-th to the releases), "
+                       "median over the sync runs")
+            txt.append("%-6s %2s %2s %5s %9s %9s %17s %9s %9s %17s %10s %6s %9s %9s" % (
                 "model", "P", "W", "pairs", "sync g/s", "async g/s", "grad ratio", "sync gs/s", "async gs/s",
-                "gstep ratio", "barrier_us", "share"))
+                "gstep ratio", "barrier_us", "share", "ps_spread", "ps_settle"))
             md.append("\n### Sync against async, equal-speed workers\n")
             md.append("TF global step: sync +1 per R=W aggregated gradients, async +1 per gradient. Ratios: median over "
                       "the sync/async pairs run back to back (pairs column) [min..max]. Barrier cost = mean `wait` per step in sync minus "
                       "in async, and its share of the mean sync step. Sync and async gradients/s: median over each side's runs "
-                      "with a steady window.\n")
-            md.append("| model | P | W | pairs | sync gradients/s | async gradients/s | gradients/s ratio | sync global steps/s | async global steps/s | global steps/s ratio (TF) | barrier cost µs | share of sync step |")
-            md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+                      "with a steady window. The ps's view (ps 0's end-of-run line, p50 per update, median over the sync runs): "
+                      "how long after an update's first gradient its R-th came, and how long the ps then took to sum, apply "
+                      "Adam and post the releases (as the ps noticed them: docs/protocol.md, question 7).\n")
+            md.append("| model | P | W | pairs | sync gradients/s | async gradients/s | gradients/s ratio | sync global steps/s | async global steps/s | global steps/s ratio (TF) | barrier cost µs | share of sync step | ps: R-th gradient after the first, p50 µs | ps: sum, Adam, releases, p50 µs |")
+            md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
             for q in rows:
                 gr = "%.2f [%.2f..%.2f]" % (q["grads_ratio"], q["grads_ratio_min"], q["grads_ratio_max"])
                 sr = "%.2f [%.2f..%.2f]" % (q["gsteps_ratio"], q["gsteps_ratio_min"], q["gsteps_ratio_max"])
-                txt.append("%-6s %2d %2d %5d %9.0f %9.0f %17s %9.0f %9.0f %17s %10.1f %5.0f%%" % (
+                sp = "-" if q["ps_spread_p50_us"] is None else "%.0f" % q["ps_spread_p50_us"]
+                st = "-" if q["ps_settle_p50_us"] is None else "%.0f" % q["ps_settle_p50_us"]
+                txt.append("%-6s %2d %2d %5d %9.0f %9.0f %17s %9.0f %9.0f %17s %10.1f %5.0f%% %9s %9s" % (
                     q["model"], q["ps"], q["workers"], q["pairs"], q["sync_grads_s"], q["async_grads_s"], gr,
-                    q["sync_gsteps_s"], q["async_gsteps_s"], sr, q["barrier_cost_us"], 100 * q["barrier_share"]))
-                md.append("| %s | %d | %d | %d | %.0f | %.0f | %s | %.0f | %.0f | %s | %.1f | %.0f%% |" % (
+                    q["sync_gsteps_s"], q["async_gsteps_s"], sr, q["barrier_cost_us"], 100 * q["barrier_share"], sp, st))
+                md.append("| %s | %d | %d | %d | %.0f | %.0f | %s | %.0f | %.0f | %s | %.1f | %.0f%% | %s | %s |" % (
                     q["model"], q["ps"], q["workers"], q["pairs"], q["sync_grads_s"], q["async_grads_s"], gr,
-                    q["sync_gsteps_s"], q["async_gsteps_s"], sr, q["barrier_cost_us"], 100 * q["barrier_share"]))
+                    q["sync_gsteps_s"], q["async_gsteps_s"], sr, q["barrier_cost_us"], 100 * q["barrier_share"], sp, st))
             if unpaired:
                 md.append("")
                 md += ["- " + x for x in unpaired]

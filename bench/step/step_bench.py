@@ -104,6 +104,12 @@ def shard_bytes(n):
 
 # the worker's last line, "validation cross entropy = %g": a diverged run
 # prints nan, -nan (glibc), inf or -inf, which float() reads
+# the ps's end-of-run sync barrier line (src/ps/shard.c barrier_summary): per
+# update, its first accepted gradient to its R-th, then the R-th to every
+# release posted, as the ps's clock saw them (us)
+_BARRIER = re.compile(r"sync barrier over \d+ update\(s\)[^:]*: the last of R = \d+ gradients came (\d+) us after "
+                      r"the first \(p50; p99 (\d+), max (\d+)\); summing, the optimizer and the releases took "
+                      r"(\d+) us \(p50; p99 (\d+), max (\d+)\)")
 _VAL_CE = re.compile(r"validation cross entropy = ([-+]?(?:nan|inf(?:inity)?|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))",
                      re.I)
 
@@ -179,6 +185,11 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
             info["ps0_done"] = {"serve_s": float(m.group(1)), "global_step": int(m.group(2)),
                                 "updates": int(m.group(3)), "accepted": int(m.group(4)),
                                 "dropped": int(m.group(5))}
+        m = _BARRIER.search(txt)
+        if m and k == 0:
+            v = [float(x) for x in m.groups()]
+            info["ps0_barrier"] = dict(zip(("spread_p50_us", "spread_p99_us", "spread_max_us",
+                                            "settle_p50_us", "settle_p99_us", "settle_max_us"), v))
     info["shard_floats"] = shards
     if None not in shards:
         pb = [shard_bytes(n) for n in shards]

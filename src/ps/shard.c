@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "cli/cluster.h"
+#include "common/lat.h"
 #include "common/stall.h"
 #include "kernels/optim.h"
 #include "ps/checkpoint.h"
@@ -37,6 +38,12 @@
 /* SIGTERM, SIGINT, SIGHUP: stop serving, save (--logdir), say so, exit 0.
  * SIGHUP too: a closed terminal or a dropped ssh session sends it to every
  * task of the session, and its default action lost the final checkpoint. */
+/* per-update barrier durations kept for the end-of-run percentiles (two
+ * float rings of this many: 512 KiB) */
+#define RDMAPS_PS_LAT_KEEP 65536
+#define RDMAPS_STR_(x) #x
+#define RDMAPS_STR(x) RDMAPS_STR_(x)
+
 static volatile sig_atomic_t ps_stop; /* the signal, 0: none */
 static void on_term(int sig) { ps_stop = sig; }
 
@@ -78,6 +85,9 @@ struct shard {
 	uint64_t unapplied;     /* accepted into an aggregation that training's end cut off */
 	int accept_err;         /* the last rt_accept failure said (0: none) */
 	double agg_since;           /* start of the current sync aggregation wait */
+	double agg_first;           /* when the current sync aggregation's first gradient came */
+	struct rdmaps_lat spread;   /* sync, per update: its first accepted gradient to its R-th, us */
+	struct rdmaps_lat settle;   /* sync, per update: its R-th gradient to every release posted, us */
 	double last_barrier_msg;
 	int missing_set;            /* hdr->missing holds a report */
 	double last_ckpt;
@@ -264,6 +274,9 @@ static void on_grad(struct shard *s, int i)
 		return;
 	}
 	s->accepted++;
+	double now = rdmaps_now(); /* one clock read per accepted sync gradient */
+	if (s->count == 0)
+		s->agg_first = now;
 	if (s->R > s->W) {
 		/* workers compute several batches per update: each is released
 		 * after its push and writes its slot again before the update, so
@@ -308,6 +321,29 @@ static void on_grad(struct shard *s, int i)
 		release(s, s->pending[k]);
 	s->npending = 0;
 	s->agg_since = rdmaps_now();
+	rdmaps_lat_add(&s->spread, (now - s->agg_first) * 1e6);
+	rdmaps_lat_add(&s->settle, (s->agg_since - now) * 1e6);
+}
+
+/* Sync: where the ps's part of the barrier went, per update (the lines
+ * docs/protocol.md describes): how long after an update's first accepted
+ * gradient its R-th came (the workers' spread: their compute, pull and push
+ * times differ, and they share CPUs), and how long the ps then took to sum,
+ * apply the optimizer and post every release. */
+static void barrier_summary(const struct shard *s)
+{
+	static const double q[2] = { 0.5, 0.99 };
+	double a[2], b[2];
+	uint32_t n = rdmaps_lat_kept(&s->spread);
+
+	if (!s->j->sync || n == 0 || rdmaps_lat_pct(&s->spread, q, a, 2) || rdmaps_lat_pct(&s->settle, q, b, 2))
+		return;
+	printf("ps %d: sync barrier over %llu update(s)%s: the last of R = %d gradients came %.0f us "
+	       "after the first (p50; p99 %.0f, max %.0f); summing, the optimizer and the releases "
+	       "took %.0f us (p50; p99 %.0f, max %.0f)\n",
+	       s->j->task_index, (unsigned long long)s->spread.total,
+	       s->spread.total > n ? " (percentiles over the last " RDMAPS_STR(RDMAPS_PS_LAT_KEEP) ")" : "",
+	       s->R, a[0], a[1], s->spread.max, b[0], b[1], s->settle.max);
 }
 
 static void on_init(struct shard *s, int i)
@@ -960,6 +996,10 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 	s.acc = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.m = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
 	s.v = aligned_alloc(64, shard_pad(s.n) * sizeof(float));
+	if (j->sync && (rdmaps_lat_init(&s.spread, RDMAPS_PS_LAT_KEEP) || rdmaps_lat_init(&s.settle, RDMAPS_PS_LAT_KEEP))) {
+		fprintf(stderr, "ps %d: out of memory\n", j->task_index);
+		goto err_mem;
+	}
 	if (!s.params || !s.counters || !s.mbox_src || !s.slots || !s.conns || !s.hs || !s.dup || !s.dup_since || !s.dup_probed || !s.consumed || !s.pending || !s.gsrc ||
 	    !s.ever || !s.gone || !s.probe_sent || !s.owed_since || !s.acc || !s.m || !s.v) {
 		fprintf(stderr, "ps %d: out of memory\n", j->task_index);
@@ -1014,6 +1054,7 @@ int rdmaps_ps_main(const struct rdmaps_job *j)
 		       (unsigned long long)s.unapplied,
 		       gave_up ? "the ps gave up" : ps_stop ? "the ps was stopped" : "training ended");
 	printf("\n");
+	barrier_summary(&s);
 	fflush(stdout);
 	ret = gave_up || s.ckpt_failed ? 1 : 0;
 	for (int i = 0; i < s.W; i++) {
@@ -1034,6 +1075,8 @@ err_mem:
 	free(s.slots); free(s.conns); free(s.hs); free(s.dup); free(s.dup_since); free(s.dup_probed); free(s.consumed); free(s.pending); free(s.gsrc);
 	free(s.ever); free(s.gone); free(s.probe_sent); free(s.owed_since);
 	free(s.acc); free(s.m); free(s.v);
+	rdmaps_lat_free(&s.spread);
+	rdmaps_lat_free(&s.settle);
 	rt_ctx_delete(&s.ctx);
 err_layout:
 	rdmaps_layout_free(&L);

@@ -103,6 +103,19 @@ check_ce() {
 	grep "Training elapsed time" "$out" | sed 's/^/  /'
 }
 
+# check_barrier U R: the ps's sync barrier line (src/ps/shard.c) counts U
+# updates of R gradients, with p50 <= p99 <= max for both durations; printed
+# as a DETAIL line (what the ps measured)
+check_barrier() {
+	grep "sync barrier over" "$out" | awk -v U="$1" -v R="$2" '
+		{ n++; print "  " $0
+		  if ($0 !~ ("sync barrier over " U " update\\(s\\): the last of R = " R " gradients came ")) bad = 1
+		  k = 0; for (i = 1; i <= NF; i++) { t = $i; gsub(/[(),;]/, "", t); if (t ~ /^[0-9]+$/ && $(i + 1) ~ /^us/) v[++k] = t + 0; else if (($(i - 1) == "p99" || $(i - 1) == "max") && t ~ /^[0-9]+$/) v[++k] = t + 0 }
+		  # v: spread p50, p99, max, then settle p50, p99, max
+		  if (k != 6 || v[1] > v[2] || v[2] > v[3] || v[4] > v[5] || v[5] > v[6]) { print "  bad numbers (" k "): " $0; bad = 1 } }
+		END { exit bad || n != 1 }' || fail "ps: expected one sync barrier line for $1 updates of $2 gradients, p50 <= p99 <= max"
+}
+
 # check_accounting R: every ps's last line adds up: the gradients it
 # accepted are R per update plus those it says training's end left
 # unapplied (a partial last aggregation; before 2026-12-06 they were
@@ -149,6 +162,7 @@ sync)
 	check_ce 900 2
 	grep -q "global step 200, 200 updates, 400 gradients accepted, 0 dropped" "$out" \
 		|| fail "ps summary: expected 200 updates from 400 gradients"
+	check_barrier 200 2
 	;;
 async)
 	# The issue's target is 1000 (not met: docs/protocol.md Q5). This asserts
