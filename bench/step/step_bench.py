@@ -102,14 +102,14 @@ def shard_bytes(n):
     return n * 4 + 8, n * 4 + 64 + 8
 
 
-# the worker's last line, "validation cross entropy = %g": a diverged run
-# prints nan, -nan (glibc), inf or -inf, which float() reads
 # the ps's end-of-run sync barrier line (src/ps/shard.c barrier_summary): per
 # update, its first accepted gradient to its R-th, then the R-th to every
 # release posted, as the ps's clock saw them (us)
 _BARRIER = re.compile(r"sync barrier over \d+ update\(s\)[^:]*: the last of R = \d+ gradients came (\d+) us after "
                       r"the first \(p50; p99 (\d+), max (\d+)\); summing, the optimizer and the releases took "
                       r"(\d+) us \(p50; p99 (\d+), max (\d+)\)")
+# the worker's last line, "validation cross entropy = %g": a diverged run
+# prints nan, -nan (glibc), inf or -inf, which float() reads
 _VAL_CE = re.compile(r"validation cross entropy = ([-+]?(?:nan|inf(?:inity)?|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))",
                      re.I)
 

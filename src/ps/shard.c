@@ -35,15 +35,13 @@
 #define LIVE_CHECK_S 3.0     /* a liveness WRITE unanswered this long (s) means dead (poll_dup, probe_conns) */
 #define LIVE_WRID 0x4c495645ull /* wr_id of that check's WRITE ("LIVE") */
 
-/* SIGTERM, SIGINT, SIGHUP: stop serving, save (--logdir), say so, exit 0.
- * SIGHUP too: a closed terminal or a dropped ssh session sends it to every
- * task of the session, and its default action lost the final checkpoint. */
 /* per-update barrier durations kept for the end-of-run percentiles (two
  * float rings of this many: 512 KiB) */
 #define RDMAPS_PS_LAT_KEEP 65536
-#define RDMAPS_STR_(x) #x
-#define RDMAPS_STR(x) RDMAPS_STR_(x)
 
+/* SIGTERM, SIGINT, SIGHUP: stop serving, save (--logdir), say so, exit 0.
+ * SIGHUP too: a closed terminal or a dropped ssh session sends it to every
+ * task of the session, and its default action lost the final checkpoint. */
 static volatile sig_atomic_t ps_stop; /* the signal, 0: none */
 static void on_term(int sig) { ps_stop = sig; }
 
@@ -325,24 +323,27 @@ static void on_grad(struct shard *s, int i)
 	rdmaps_lat_add(&s->settle, (s->agg_since - now) * 1e6);
 }
 
-/* Sync: where the ps's part of the barrier went, per update (the lines
+/* Sync: where the ps's part of the barrier went, per update (the line
  * docs/protocol.md describes): how long after an update's first accepted
- * gradient its R-th came (the workers' spread: their compute, pull and push
- * times differ, and they share CPUs), and how long the ps then took to sum,
- * apply the optimizer and post every release. */
+ * gradient its R-th came (the workers' spread, as the ps noticed the
+ * gradients), and how long the ps then took to sum, apply the optimizer
+ * and post every release. */
 static void barrier_summary(const struct shard *s)
 {
 	static const double q[2] = { 0.5, 0.99 };
 	double a[2], b[2];
 	uint32_t n = rdmaps_lat_kept(&s->spread);
+	char over[48] = "";
 
 	if (!s->j->sync || n == 0 || rdmaps_lat_pct(&s->spread, q, a, 2) || rdmaps_lat_pct(&s->settle, q, b, 2))
 		return;
+	if (s->spread.total > n)
+		snprintf(over, sizeof(over), " (percentiles over the last %u)", (unsigned)n);
 	printf("ps %d: sync barrier over %llu update(s)%s: the last of R = %d gradients came %.0f us "
 	       "after the first (p50; p99 %.0f, max %.0f); summing, the optimizer and the releases "
 	       "took %.0f us (p50; p99 %.0f, max %.0f)\n",
 	       s->j->task_index, (unsigned long long)s->spread.total,
-	       s->spread.total > n ? " (percentiles over the last " RDMAPS_STR(RDMAPS_PS_LAT_KEEP) ")" : "",
+	       over,
 	       s->R, a[0], a[1], s->spread.max, b[0], b[1], s->settle.max);
 }
 
