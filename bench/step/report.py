@@ -339,6 +339,73 @@ def main():
                 md += ["- " + x for x in unpaired]
                 txt += ["  " + x for x in unpaired]
 
+        # ---- 4b. where a sync update's spread comes from: per global step
+        # that every worker computed on, the worker whose push ended last
+        # against the one whose push ended first, phase by phase (from the
+        # workers' metrics: t ends the push; the phases before it are
+        # contiguous, so release = t - push - compute - pull).  Means add
+        # up to the mean spread; the p50 is beside them.
+        srows = []
+        for g in G:
+            m_, P_, W_, s_ = g["key"]
+            if not s_ or W_ < 2:
+                continue
+            d_ = {k: [] for k in ("spread", "release", "pull", "compute", "push")}
+            for r in g["runs"]:
+                try:
+                    per = sb.load_steps(r)
+                except (OSError, sb.Failed):
+                    continue  # said where the run's anatomy was read
+                if len(per) != W_:
+                    continue
+                byg = []
+                for rows in per:
+                    k_ = {}
+                    for x in rows[sb.warm_split(rows):]:
+                        k_[x["global_step"]] = None if x["global_step"] in k_ else x
+                    byg.append(k_)
+                for gs in set.intersection(*[set(k) for k in byg]):
+                    xs = [k[gs] for k in byg]
+                    if any(x is None for x in xs):
+                        continue  # a worker with two steps on one version
+                    lo, hi = min(xs, key=lambda x: x["t"]), max(xs, key=lambda x: x["t"])
+                    rel = [x["t"] * 1e6 - x["push_us"] - x["compute_us"] - x["pull_us"] for x in (lo, hi)]
+                    d_["spread"].append((hi["t"] - lo["t"]) * 1e6)
+                    d_["release"].append(rel[1] - rel[0])
+                    for ph in ("pull", "compute", "push"):
+                        d_[ph].append(hi[ph + "_us"] - lo[ph + "_us"])
+            if d_["spread"]:
+                srows.append((g, d_))
+        if srows:
+            derived["sync_spread"] = []
+            txt.append("\n== Where a sync update's spread comes from (workers' metrics; us)")
+            txt.append("   per global step all W workers computed on: the last push to end minus the first; then the "
+                       "last pusher's phase minus the first pusher's (release = when its wait ended). Means add up to "
+                       "the mean spread.")
+            txt.append("%-20s %6s %10s %10s %9s %9s %9s %9s" % ("config", "steps", "spread_p50", "spread_avg",
+                                                              "release", "pull", "compute", "push"))
+            md.append("\n**Where a sync update's spread comes from** (from the workers' metrics, warm-up dropped): "
+                      "for each global step that all W workers computed on, the spread is the time from the first "
+                      "worker's push ending to the last one's; the other columns are the mean of the last pusher's "
+                      "phase minus the first pusher's (release: when its wait for the release ended), which add up "
+                      "to the mean spread. The ps's own view of the same spread (when the gradients reached it) is "
+                      "in the table above.\n")
+            md.append("| config | steps | spread p50 | spread mean | release | pull | compute | push |")
+            md.append("|---|---|---|---|---|---|---|---|")
+            for g, d_ in srows:
+                mean_ = {k: sum(v) / len(v) for k, v in d_.items()}
+                p50_ = sb.stats(d_["spread"])["p50"]
+                derived["sync_spread"].append({"config": cfgname(g["cfg"]), "steps": len(d_["spread"]),
+                                               "spread_p50_us": p50_,
+                                               "mean_us": mean_})
+                name_ = "%s P=%d W=%d" % g["key"][:3]
+                txt.append("%-20s %6d %10.0f %10.0f %9.0f %9.0f %9.0f %9.0f" % (
+                    name_, len(d_["spread"]), p50_, mean_["spread"], mean_["release"], mean_["pull"],
+                    mean_["compute"], mean_["push"]))
+                md.append("| %s | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |" % (
+                    name_, len(d_["spread"]), p50_, mean_["spread"], mean_["release"], mean_["pull"],
+                    mean_["compute"], mean_["push"]))
+
         # ---- 5. transport cost vs plain TCP request/response
         # the unpaired columns: each configuration's own first run's
         # references (not one per model and P, which is another
@@ -448,6 +515,58 @@ def main():
             md += ["- " + x for x in tnotes[-len(noref):]]
             txt += ["  " + x for x in tnotes[-len(noref):]]
         derived["transport_missing_references"] = tnotes
+
+        # ---- 5a. the sync step at W > 1 against W plain TCP clients at once
+        wrows = [g for g in G if g["cfg"].get("sync") and g["cfg"]["workers"] > 1
+                 and any(k in r["result"] for r in g["runs"] for k in ("tcp_rr_w", "tcp_rr_step_w"))]
+        if wrows:
+            derived["transport_w"] = []
+            txt.append("\n== Transport cost of a sync step at W > 1 against W plain TCP clients at once (us)")
+            txt.append("   tcp_rr --clients W: W client processes, each its own connection, against one server with a "
+                       "thread per connection, the same bytes per client as a worker's pull and push; step shape: "
+                       "released together once all W pushes are in. Samples pooled over the W clients. paired = each "
+                       "run's pull+push p50 over its own references: median [min..max]")
+            txt.append("%-24s %12s %16s %20s %16s %20s" % ("config", "pullpush_p50", "rr_xW_p50 (run)", "paired_rr_xW",
+                                                          "step_xW_p50", "paired_step_xW"))
+            md.append("\n**Against W plain TCP clients at once** (`tcp_rr --clients W`, sync runs with W > 1): W client "
+                      "processes, each with its own connection, against one server with a thread per connection, "
+                      "each moving a worker's pull and push bytes; in the step shape the server releases the W "
+                      "clients together once all W pushes are in, as the barrier does, with the run's compute p50 "
+                      "as the idle gap. Samples pooled over the clients. The single-client columns above stay the "
+                      "target's reference as first measured; this one adds the workers' concurrency to it.\n")
+            md.append("| config | runs | pull+push p50 | W-client tcp_rr p50 (run) | W-client step p50 (push / pull) "
+                      "| paired ratio to W-client tcp_rr | paired ratio to W-client step |")
+            md.append("|---|---|---|---|---|---|---|")
+            for g in wrows:
+                c_ = g["cfg"]
+                q, qn = first_ref(R, g, "tcp_rr_w")
+                qs, qsn = first_ref(R, g, "tcp_rr_step_w")
+                pp = g["phases"]["pullpush_us"]
+                prr = [r["result"]["vs_tcp_rr_w_p50"] for r in g["runs"] if "vs_tcp_rr_w_p50" in r["result"]]
+                pst = [r["result"]["vs_tcp_rr_step_w_p50"] for r in g["runs"]
+                       if "vs_tcp_rr_step_w_p50" in r["result"]]
+                derived["transport_w"].append({"config": cfgname(c_), "clients": c_["workers"],
+                                               "pullpush_p50_us": pp["p50"],
+                                               "tcp_rr_w_p50_us": q["p50_us"] if q else None,
+                                               "tcp_step_w_p50_us": qs["p50_us"] if qs else None,
+                                               "paired_ratio": prr, "paired_ratio_step": pst,
+                                               "paired_ratio_median": med(prr),
+                                               "paired_ratio_step_median": med(pst), "runs": g["reps"]})
+                txt.append("%-24s %12.1f %16s %20s %16s %20s" % (
+                    cfgname(c_), pp["p50"], ("%.1f (%s)" % (q["p50_us"], refname(g, qn))) if q else "-", span(prr),
+                    "%.1f" % qs["p50_us"] if qs else "-", span(pst)))
+                md.append("| %s | %d | %.1f | %s | %s | %s | %s |" % (
+                    cfgname(c_), g["reps"], pp["p50"], ("%.1f (%s)" % (q["p50_us"], refname(g, qn))) if q else "-",
+                    ("%.1f (%.1f / %.1f; gap %d; %s)" % (qs["p50_us"], qs["push_p50_us"], qs["pull_p50_us"],
+                                                         qs.get("gap_us", 0), refname(g, qsn))) if qs else "-",
+                    span(prr), span(pst)))
+            wmiss = ["%s r%d: %s reference failed (see the failures above)" % (
+                cfgname(g["cfg"]), r.get("rep", 0), k) for g in G for r in g["runs"]
+                for k in ("tcp_rr_w", "tcp_rr_step_w") if k in r["result"].get("missing", [])]
+            if wmiss:
+                md.append("")
+                md += ["- " + x for x in wmiss]
+                txt += ["  " + x for x in wmiss]
 
     # ---- 5b. where the pull+push time goes: the step's four operations, each
     # measured alone by rt_bench in this run (mlp, 1 ps)

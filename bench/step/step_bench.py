@@ -12,7 +12,9 @@ with per-worker --metrics files, and reports:
               response of the same bytes measured in the same run (the
               issue's reference), and against tcp_rr --mode step, plain TCP
               in the shape of the step (push, untimed release, pull, then an
-              idle gap as long as the run's compute p50).
+              idle gap as long as the run's compute p50); a sync run of W > 1
+              workers also against both with W clients at once on one
+              server (tcp_rr --clients W).
   convergence validation cross entropy of the chief's parameter snapshots
               against wall time, sync against async; time to a target.
   stragglers  one worker sleeping --straggler_delay_ms per step: sync R=W,
@@ -358,12 +360,14 @@ def evaluate(a, info, t_start):
     return pts
 
 
-def tcp_ref(a, req, resp, label, mode="rr", gap_us=0):
-    js = os.path.join(a.out, "tcp_rr%s.%s.json" % ("" if mode == "rr" else "_" + mode, label))
+def tcp_ref(a, req, resp, label, mode="rr", gap_us=0, clients=1):
+    js = os.path.join(a.out, "tcp_rr%s%s.%s.json" % ("" if mode == "rr" else "_" + mode,
+                                                    "" if clients == 1 else "_c%d" % clients, label))
     # --budget-ms: a reference with a long gap (lstm's ~15 ms) ends after
-    # about 5 s instead of rr_iters samples
+    # about 5 s instead of rr_iters samples (per client)
     r = subprocess.run([a.tcp_rr, "--req", str(req), "--resp", str(resp), "--mode", mode, "--iters", str(a.rr_iters),
-                        "--gap-us", str(gap_us), "--budget-ms", "5000", "--json", js, "--label", label],
+                        "--gap-us", str(gap_us), "--budget-ms", "5000", "--clients", str(clients),
+                        "--json", js, "--label", label],
                        capture_output=True, text=True)
     if r.returncode:
         raise Failed("exit %d: %s" % (r.returncode, r.stderr.strip()))
@@ -509,6 +513,24 @@ def main():
                         results["tcp_rr_step"].setdefault(key, rs)
                         res["tcp_rr_step"] = rs
                         res["vs_tcp_step_p50"] = res["phases_us"]["pullpush_us"]["p50"] / rs["p50_us"]
+                    # A sync run of W > 1 workers also against W plain TCP
+                    # clients at once on one server (tcp_rr --clients W):
+                    # the same bytes under the same concurrency, W transfers
+                    # sharing the 2 cores with one server, and in the step
+                    # shape released together as the barrier releases the
+                    # workers.  Measured for sync runs only (the target is
+                    # the sync step's), reported beside the one-client ones.
+                    if sync and W > 1:
+                        rw = attempt(name, "tcp_rr --clients %d reference" % W, True, tcp_ref, a, pb, qb, name,
+                                     "rr", 0, W)
+                        sw = attempt(name, "tcp_rr --mode step --clients %d reference" % W, True, tcp_ref, a, pb,
+                                     qb, name, "step", gap, W)
+                        for k, q in (("tcp_rr_w", rw), ("tcp_rr_step_w", sw)):
+                            if q:
+                                res[k] = q
+                                res["vs_%s_p50" % k] = res["phases_us"]["pullpush_us"]["p50"] / q["p50_us"]
+                            else:
+                                res["missing"].append(k)
                 results["anatomy"].append(save(info, res))
 
     # ---- 2. convergence: validation CE against wall time, sync vs async

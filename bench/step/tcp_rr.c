@@ -1,7 +1,8 @@
 /* tcp_rr: the plain TCP reference for a training step's transport cost.
  *
- *   tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--iters N] [--warmup N]
- *          [--warmup-ms MS] [--gap-us US] [--budget-ms MS] [--json FILE] [--label TEXT]
+ *   tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--clients N] [--iters N]
+ *          [--warmup N] [--warmup-ms MS] [--gap-us US] [--gap idle|busy]
+ *          [--budget-ms MS] [--json FILE] [--label TEXT]
  *
  * Forks a server on 127.0.0.1 (port picked by the kernel) and measures, from
  * the client, the ROUND TRIP of one blocking request/response: the client
@@ -23,9 +24,20 @@
  * timed: the step's compute phase, during which a worker sends nothing
  * (default 0: samples back to back).  What an idle gap does to the next
  * push and pull on this machine is what it measures against rdmaps.
+ * --gap busy: the client spends the gap computing (a loop on the CPU)
+ * instead of asleep, as a worker does; with --clients N > cores the clients
+ * then compete for the CPUs as N workers do (--gap idle, the default: asleep).
  * --budget-ms MS: the measured samples end after --iters samples or, once
  * 20 are in, after MS ms, whichever comes first (default 0: no time bound);
  * the count taken is in the output.  It bounds a run whose gap is long.
+ * --clients N (default 1): N clients at once, each a process of its own with
+ * its own connection, against one server process that serves each connection
+ * with a thread of its own: what a plain TCP parameter server meets with N
+ * workers.  In step mode the server releases the N clients together, once
+ * all N pushes are in (a barrier, as a sync step's release), so their pulls
+ * start together as W workers' do; a client that has ended leaves the
+ * barrier.  --iters, --warmup and --budget-ms are per client; the figures
+ * pool every client's samples.  With N = 1 it is the single client above.
  * TCP_NODELAY on both sides, no pinning (like the rdmaps tasks it is compared
  * with).  Warm-up: --warmup requests (default 50) or --warmup-ms (default
  * 200), whichever ends first; those samples are dropped and counted in the
@@ -40,10 +52,13 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -101,12 +116,191 @@ static int sample(int fd, int step, uint8_t *qb, size_t req, uint8_t *rb, size_t
 	return 0;
 }
 
-static void gap(long us)
+/* The gap after a sample: asleep, or (busy) computing on the CPU as a
+ * worker's compute phase does, so that N clients compete for the cores as
+ * N workers do. */
+static void gap(long us, int busy)
 {
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
 
+	if (busy) {
+		volatile double x = 1;
+		for (double end = now_us() + (double)us; now_us() < end;)
+			for (int i = 0; i < 64; i++)
+				x = x * 1.0000001 + 1e-9;
+		return;
+	}
 	while (us > 0 && nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+/* The step mode's release with N clients: the server's threads wait here
+ * until every client still connected has pushed; a thread whose client has
+ * ended leaves, so the others are not held by it. */
+struct barrier {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int active, arrived;
+	unsigned gen;
+};
+
+static void barrier_open(struct barrier *b)
+{
+	b->arrived = 0;
+	b->gen++;
+	pthread_cond_broadcast(&b->c);
+}
+
+static void barrier_wait(struct barrier *b)
+{
+	pthread_mutex_lock(&b->m);
+	unsigned g = b->gen;
+	if (++b->arrived >= b->active)
+		barrier_open(b);
+	else
+		while (g == b->gen)
+			pthread_cond_wait(&b->c, &b->m);
+	pthread_mutex_unlock(&b->m);
+}
+
+static void barrier_leave(struct barrier *b)
+{
+	pthread_mutex_lock(&b->m);
+	b->active--;
+	if (b->arrived && b->arrived >= b->active)
+		barrier_open(b);
+	pthread_mutex_unlock(&b->m);
+}
+
+struct conn {
+	int fd, step;
+	size_t req, resp;
+	struct barrier *bar; /* NULL: one client, or rr mode */
+	pthread_t th;
+};
+
+/* Serve one connection: read a request, (step: release, read the 8-byte
+ * pull request,) answer, until the client closes.  0 when it closed. */
+static int serve(struct conn *c)
+{
+	uint8_t tok[8] = { 0 }, *qb = malloc(c->req), *rb = calloc(1, c->resp);
+	int one = 1, rc = -1;
+
+	if (!qb || !rb)
+		goto out;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	while (!io_all(c->fd, qb, c->req, 0)) {
+		if (c->step) {
+			if (c->bar)
+				barrier_wait(c->bar);
+			if (io_all(c->fd, tok, 8, 1) || io_all(c->fd, tok, 8, 0))
+				goto out;
+		}
+		if (io_all(c->fd, rb, c->resp, 1))
+			goto out;
+	}
+	rc = 0;
+out:
+	if (c->bar)
+		barrier_leave(c->bar);
+	close(c->fd);
+	free(qb);
+	free(rb);
+	return rc;
+}
+
+static void *serve_thread(void *arg)
+{
+	return serve(arg) ? arg : NULL;
+}
+
+/* The server process: accept n connections, serve them (n > 1: a thread
+ * each), exit 0 when all closed cleanly. */
+static void server(int lfd, long n, int step, size_t req, size_t resp)
+{
+	struct barrier bar = { .active = (int)n };
+	struct conn *c = calloc((size_t)n, sizeof(*c));
+	int bad = 0;
+
+	if (!c || pthread_mutex_init(&bar.m, NULL) || pthread_cond_init(&bar.c, NULL))
+		_exit(1);
+	for (long i = 0; i < n; i++) {
+		c[i] = (struct conn){ .fd = accept(lfd, NULL, NULL), .step = step, .req = req, .resp = resp,
+				      .bar = n > 1 && step ? &bar : NULL };
+		if (c[i].fd < 0)
+			_exit(1);
+	}
+	if (n == 1)
+		_exit(serve(&c[0]) ? 1 : 0);
+	for (long i = 0; i < n; i++)
+		if (pthread_create(&c[i].th, NULL, serve_thread, &c[i]))
+			_exit(1);
+	for (long i = 0; i < n; i++) {
+		void *r;
+		pthread_join(c[i].th, &r);
+		bad |= r != NULL;
+	}
+	_exit(bad);
+}
+
+struct client_args {
+	struct sockaddr_in sa;
+	int step;
+	size_t req, resp;
+	long warm, warm_ms, gap_us, iters, budget_ms;
+	int busy;
+};
+
+/* One client: connect, warm up, take up to a->iters samples into s (the
+ * sample), sp and spl (its push and pull parts).  Returns the samples taken
+ * (*dropped: the warm-up's), or -1 with a message. */
+static long client(const struct client_args *a, double *s, double *sp, double *spl, long *dropped, char *cc,
+		   size_t ccsz)
+{
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+	uint8_t *qb = calloc(1, a->req), *rb = malloc(a->resp);
+	long k = -1;
+
+	if (!qb || !rb) {
+		fprintf(stderr, "tcp_rr: out of memory\n");
+		goto out;
+	}
+	if (fd < 0 || connect(fd, (const struct sockaddr *)&a->sa, sizeof(a->sa))) {
+		perror("tcp_rr: connect");
+		goto out;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* the system's default congestion control, which both this reference and
+	 * the rdmaps tasks get (neither sets one): it moves the pull by up to 2x
+	 * here (bbr against cubic, docs/benchmarks.md), so it is reported */
+	socklen_t ccl = (socklen_t)ccsz - 1; /* room for the '\0' */
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &ccl) == 0)
+		cc[ccl] = '\0';
+	cc[strcspn(cc, "\"\\")] = '\0'; /* it goes into JSON */
+	double wend = now_us() + a->warm_ms * 1e3;
+	for (*dropped = 0; *dropped < a->warm && now_us() < wend; ++*dropped) {
+		if (sample(fd, a->step, qb, a->req, rb, a->resp, NULL, NULL))
+			goto io_err;
+		gap(a->gap_us, a->busy);
+	}
+	double bend = now_us() + a->budget_ms * 1e3;
+	long n = 0;
+	for (; n < a->iters && (!a->budget_ms || n < 20 || now_us() < bend); n++) {
+		if (sample(fd, a->step, qb, a->req, rb, a->resp, &sp[n], &spl[n]))
+			goto io_err;
+		s[n] = a->step ? sp[n] + spl[n] : spl[n];
+		gap(a->gap_us, a->busy);
+	}
+	k = n;
+	goto out;
+io_err:
+	perror("tcp_rr: request/response");
+out:
+	if (fd >= 0)
+		close(fd);
+	free(qb);
+	free(rb);
+	return k;
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -137,15 +331,16 @@ static int parse_long(const char *name, const char *s, long lo, long hi, long *o
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--iters N] [--warmup N]\n"
-		   "              [--warmup-ms MS] [--gap-us US] [--budget-ms MS] [--json FILE] [--label TEXT]\n");
+	fprintf(f, "usage: tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--clients N] [--iters N]\n"
+		   "              [--warmup N] [--warmup-ms MS] [--gap-us US] [--gap idle|busy]\n"
+		   "              [--budget-ms MS] [--json FILE] [--label TEXT]\n");
 }
 
 int main(int argc, char **argv)
 {
-	long req = -1, resp = -1, iters = 2000, warm = 50, warm_ms = 200, gap_us = 0, budget_ms = 0;
+	long req = -1, resp = -1, iters = 2000, warm = 50, warm_ms = 200, gap_us = 0, budget_ms = 0, nc = 1;
 	const char *json = NULL, *label = "";
-	int step = 0;
+	int step = 0, busy = 0;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -166,6 +361,15 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--warmup-ms")) { if (parse_long(a, v, 0, 3600000, &warm_ms)) return 2; }
 		else if (!strcmp(a, "--gap-us")) { if (parse_long(a, v, 0, 10000000, &gap_us)) return 2; }
 		else if (!strcmp(a, "--budget-ms")) { if (parse_long(a, v, 0, 3600000, &budget_ms)) return 2; }
+		else if (!strcmp(a, "--clients")) { if (parse_long(a, v, 1, 64, &nc)) return 2; }
+		else if (!strcmp(a, "--gap")) {
+			if (!strcmp(v, "idle")) busy = 0;
+			else if (!strcmp(v, "busy")) busy = 1;
+			else {
+				fprintf(stderr, "tcp_rr: --gap %s: expected idle or busy\n", v);
+				return 2;
+			}
+		}
 		else if (!strcmp(a, "--json")) json = v;
 		else if (!strcmp(a, "--label")) label = v;
 		else if (!strcmp(a, "--mode")) {
@@ -187,19 +391,32 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	uint8_t *qb = calloc(1, (size_t)req), *rb = calloc(1, (size_t)resp);
-	double *s = malloc((size_t)iters * sizeof(double));
-	double *sp = malloc((size_t)iters * sizeof(double)), *spl = malloc((size_t)iters * sizeof(double));
-	uint8_t tok[8] = { 0 };
-	if (!qb || !rb || !s || !sp || !spl) {
-		fprintf(stderr, "tcp_rr: out of memory\n");
+	if ((size_t)iters > SIZE_MAX / sizeof(double) / 3 / (size_t)nc) {
+		fprintf(stderr, "tcp_rr: --iters %ld x --clients %ld: too many samples\n", iters, nc);
+		return 2;
+	}
+	/* every client's samples, side by side, in memory the client processes
+	 * share with this one: s[c * iters + k], then sp, then spl; per client
+	 * the count taken and the warm-up dropped; client 0's congestion
+	 * control */
+	size_t per = (size_t)nc * (size_t)iters, ccsz = 32,
+	       mlen = 3 * per * sizeof(double) + 2 * (size_t)nc * sizeof(long) + ccsz;
+	void *mem = mmap(NULL, mlen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		perror("tcp_rr: mmap");
 		return 1;
 	}
-	int one = 1, lfd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 1) ||
-	    getsockname(lfd, (struct sockaddr *)&sa, &sl)) {
+	double *s = mem, *sp = s + per, *spl = sp + per;
+	long *taken = (long *)(spl + per), *dropped = taken + nc;
+	char *cc = (char *)(dropped + nc);
+	strcpy(cc, "unknown");
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	struct client_args ca = { .sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
+				  .step = step, .req = (size_t)req, .resp = (size_t)resp, .warm = warm,
+				  .warm_ms = warm_ms, .gap_us = gap_us, .iters = iters, .budget_ms = budget_ms, .busy = busy };
+	socklen_t sl = sizeof(ca.sa);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&ca.sa, sizeof(ca.sa)) || listen(lfd, (int)nc) ||
+	    getsockname(lfd, (struct sockaddr *)&ca.sa, &sl)) {
 		perror("tcp_rr: listen on 127.0.0.1");
 		return 1;
 	}
@@ -208,55 +425,68 @@ int main(int argc, char **argv)
 		perror("tcp_rr: fork");
 		return 1;
 	}
-	if (pid == 0) { /* server: read a request, answer it, until the client closes */
-		int fd = accept(lfd, NULL, NULL);
-		if (fd < 0)
-			_exit(1);
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		while (!io_all(fd, qb, (size_t)req, 0)) {
-			if (step && (io_all(fd, tok, 8, 1) || io_all(fd, tok, 8, 0)))
-				_exit(1);
-			if (io_all(fd, rb, (size_t)resp, 1))
-				_exit(1);
-		}
-		_exit(0);
-	}
+	if (pid == 0)
+		server(lfd, nc, step, (size_t)req, (size_t)resp);
 	close(lfd);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		perror("tcp_rr: connect");
+	int bad = 0;
+	if (nc == 1) {
+		taken[0] = client(&ca, s, sp, spl, &dropped[0], cc, ccsz);
+		bad = taken[0] < 0;
+	} else {
+		pid_t *kid = calloc((size_t)nc, sizeof(pid_t));
+		long started = 0;
+		if (!kid) {
+			fprintf(stderr, "tcp_rr: out of memory\n");
+			bad = 1;
+		}
+		for (; !bad && started < nc; started++) {
+			long c = started;
+			kid[c] = fork();
+			if (kid[c] < 0) {
+				perror("tcp_rr: fork a client");
+				bad = 1;
+				break;
+			}
+			if (kid[c] == 0) {
+				char other[32] = "unknown";
+				taken[c] = client(&ca, s + c * iters, sp + c * iters, spl + c * iters, &dropped[c],
+						  c ? other : cc, ccsz);
+				_exit(taken[c] < 0);
+			}
+		}
+		for (long c = 0; c < started; c++) {
+			int st;
+			if (waitpid(kid[c], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+				bad = 1;
+		}
+		free(kid);
+	}
+	if (bad) {
 		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
 		return 1;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* the system's default congestion control, which both this reference and
-	 * the rdmaps tasks get (neither sets one): it moves the pull by up to 2x
-	 * here (bbr against cubic, docs/benchmarks.md), so it is reported */
-	char cc[32] = "unknown";
-	socklen_t ccl = sizeof(cc) - 1; /* room for the '\0' */
-	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, &ccl) == 0)
-		cc[ccl] = '\0';
-	cc[strcspn(cc, "\"\\")] = '\0'; /* it goes into JSON */
-	long dropped = 0;
-	double wend = now_us() + warm_ms * 1e3;
-	for (; dropped < warm && now_us() < wend; dropped++) {
-		if (sample(fd, step, qb, (size_t)req, rb, (size_t)resp, NULL, NULL))
-			goto io_err;
-		gap(gap_us);
-	}
-	double bend = now_us() + budget_ms * 1e3;
-	long k = 0;
-	for (; k < iters && (!budget_ms || k < 20 || now_us() < bend); k++) {
-		if (sample(fd, step, qb, (size_t)req, rb, (size_t)resp, &sp[k], &spl[k]))
-			goto io_err;
-		s[k] = step ? sp[k] + spl[k] : spl[k];
-		gap(gap_us);
-	}
-	iters = k; /* the samples taken */
-	close(fd);
 	int st;
 	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "tcp_rr: the server process failed\n");
+		return 1;
+	}
+	/* pool: move every client's samples to the front, in client order */
+	long n = 0, drop = 0;
+	for (long c = 0; c < nc; c++) {
+		memmove(s + n, s + c * iters, (size_t)taken[c] * sizeof(double));
+		memmove(sp + n, sp + c * iters, (size_t)taken[c] * sizeof(double));
+		memmove(spl + n, spl + c * iters, (size_t)taken[c] * sizeof(double));
+		n += taken[c];
+		drop += dropped[c];
+	}
+	iters = n; /* the samples taken */
 
+	if (!iters) {
+		fprintf(stderr, "tcp_rr: no sample taken\n");
+		return 1;
+	}
 	double sum = 0, sq = 0;
 	for (long k = 0; k < iters; k++)
 		sum += s[k];
@@ -270,13 +500,15 @@ int main(int argc, char **argv)
 	if (step)
 		printf("# tcp_rr --mode step: plain TCP in the shape of a one-sided step on 127.0.0.1 (us): "
 		       "push (send of req bytes, no answer waited for) + pull (ROUND TRIP: 8-byte request, resp "
-		       "bytes back); the release in between is not timed; %ld us idle gap after each step; warm-up dropped %ld steps; "
-		       "congestion control %s\n"
-		       "# push p50 %.2f, pull p50 %.2f\n", gap_us, dropped, cc, pct(sp, iters, 0.5), pct(spl, iters, 0.5));
+		       "bytes back); the release in between is not timed; %ld us %s gap after each step; warm-up dropped %ld steps; "
+		       "congestion control %s; %ld client(s)%s\n"
+		       "# push p50 %.2f, pull p50 %.2f\n", gap_us, busy ? "busy" : "idle", drop, cc, nc,
+		       nc > 1 ? " at once, released together, samples pooled" : "", pct(sp, iters, 0.5), pct(spl, iters, 0.5));
 	else
 		printf("# tcp_rr: plain TCP request/response on 127.0.0.1, ROUND TRIP per request (us); "
-		       "%ld us idle gap after each request; warm-up dropped %ld requests; congestion control %s\n",
-		       gap_us, dropped, cc);
+		       "%ld us %s gap after each request; warm-up dropped %ld requests; congestion control %s; "
+		       "%ld client(s)%s\n",
+		       gap_us, busy ? "busy" : "idle", drop, cc, nc, nc > 1 ? " at once, samples pooled" : "");
 	printf("%-10s %-10s %8s %9s %9s %9s %9s %9s %9s %9s\n", "req_B", "resp_B", "iters", "min", "p50", "avg",
 	       "stdev", "p99", "p99.9", "max");
 	printf("%-10ld %-10ld %8ld %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", req, resp, iters, s[0],
@@ -289,7 +521,7 @@ int main(int argc, char **argv)
 		}
 		fprintf(f,
 			"{\"bench\":\"tcp_rr\",\"label\":\"%s\",\"mode\":\"%s\",\"round_trip\":%s,\"sample\":\"%s\",\"req_bytes\":%ld,"
-			"\"resp_bytes\":%ld,\"gap_us\":%ld,\"budget_ms\":%ld,\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,"
+			"\"resp_bytes\":%ld,\"gap_us\":%ld,\"gap\":\"%s\",\"budget_ms\":%ld,\"clients\":%ld,\"iters\":%ld,\"warmup_dropped\":%ld,\"min_us\":%.3f,\"p50_us\":%.3f,"
 			"\"avg_us\":%.3f,\"stdev_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f,\"max_us\":%.3f,"
 			"\"push_p50_us\":%.3f,\"pull_p50_us\":%.3f,\"congestion\":\"%s\"}\n",
 			label, step ? "step" : "rr", step ? "false" : "true",
@@ -297,15 +529,10 @@ int main(int argc, char **argv)
 			       "pull = round trip of an 8-byte request and the resp bytes; the release between them "
 			       "and the gap not timed"
 			     : "round trip: send of the req bytes, then the resp bytes received; the gap not timed",
-			req, resp, gap_us, budget_ms, iters, dropped, s[0], pct(s, iters, 0.5), avg, sd,
+			req, resp, gap_us, busy ? "busy" : "idle", budget_ms, nc, iters, drop, s[0], pct(s, iters, 0.5), avg, sd,
 			pct(s, iters, 0.99), pct(s, iters, 0.999), s[iters - 1], pct(sp, iters, 0.5), pct(spl, iters, 0.5), cc);
 		fclose(f);
 	}
-	free(qb); free(rb); free(s); free(sp); free(spl);
+	munmap(mem, mlen);
 	return 0;
-io_err:
-	perror("tcp_rr: request/response");
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
-	return 1;
 }
