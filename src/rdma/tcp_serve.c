@@ -248,6 +248,8 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 		return -1;
 	}
 	want = f.flags & TCP_FL_REPLY;
+	if (f.op == RT_OP_READ || f.op == RT_OP_WRITE)
+		s->turn += f.len;
 	if (f.op == TCP_OP_NOP)
 		return srv_reply(tc, s, &f, 0, NULL, 0, 0);
 	p = srv_check(s, &f);
@@ -287,12 +289,18 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 	return -1;
 }
 
-/* Read and execute (at most) one request, then go back to epoll_wait:
- * level-triggered, it reports at once if more is queued, and it replaces
- * the recv() that would otherwise end in EAGAIN.  One request per wake-up
- * also makes the thread fair across peers. */
+/* Read and execute the requests a peer has queued, until its socket is
+ * empty or this turn has moved TCP_TURN_BYTES of READ/WRITE data; then go
+ * back to epoll_wait (level-triggered: it reports at once if more is
+ * queued).  The budget keeps the thread fair across peers: a bulk peer
+ * yields after about one step's pull.  Until 2026-12-07 a turn was one
+ * request, so a pull's small fenced READ, posted with its parameter READ,
+ * waited behind every other peer's parameter READ: with W workers pulling
+ * at once, each pull ended only after all W were sent (docs/benchmarks.md,
+ * "Where a sync update's spread comes from"). */
 static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 {
+	s->turn = 0;
 	for (;;) {
 		ssize_t n;
 
@@ -309,10 +317,13 @@ static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 				if (!s->left) {
 					if (!s->discard)
 						target_event(tc, RT_EV_WRITE);
-					if (s->pend_status || (s->pend.flags & TCP_FL_REPLY))
-						return srv_reply(tc, s, &s->pend, s->pend_status,
-								 NULL, 0, 0);
-					return ST_OK;
+					if (s->pend_status || (s->pend.flags & TCP_FL_REPLY)) {
+						int rc = srv_reply(tc, s, &s->pend, s->pend_status, NULL, 0, 0);
+						if (rc)
+							return rc;
+					}
+					if (s->turn >= TCP_TURN_BYTES)
+						return ST_OK;
 				}
 				continue;
 			}
@@ -329,7 +340,7 @@ static int srv_rx(struct tcp_ctx *tc, struct tcp_srv *s)
 						return -1;
 					if (rc)
 						return rc;
-					if (!s->left)
+					if (!s->left && s->turn >= TCP_TURN_BYTES)
 						return ST_OK; /* epoll_wait says if more is there */
 				}
 				continue;
