@@ -32,7 +32,8 @@
 #define TCP_FL_REPLY 1u             /* initiator wants a reply */
 #define TCP_MAX_LEN (1ull << 31)    /* largest single op */
 /* READ/WRITE bytes one peer's requests may move in one wake-up of the
- * serving thread before it goes back to epoll_wait (srv_rx) */
+ * serving thread before it goes back to epoll_wait (srv_rx); each request
+ * also costs 1/64 of it, so a turn serves at most 64 requests */
 #define TCP_TURN_BYTES (1ull << 20)
 
 struct tcp_frame {
@@ -149,7 +150,7 @@ struct tcp_srv {
 	int discard;
 	struct tcp_frame pend;    /* the WRITE whose payload is being received */
 	int32_t pend_status;
-	uint64_t turn;            /* READ/WRITE bytes served in this wake-up (srv_rx) */
+	uint64_t turn;            /* budget used in this wake-up (srv_rx, TCP_TURN_BYTES) */
 	/* transmit (one reply at a time; reads stop while it is pending) */
 	uint8_t th[TCP_FRAME_LEN];
 	const uint8_t *tdata;

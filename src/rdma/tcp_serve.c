@@ -248,6 +248,9 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 		return -1;
 	}
 	want = f.flags & TCP_FL_REPLY;
+	/* every request also costs 1/64 of the turn: a peer streaming tiny
+	 * requests (atomics, NOPs) yields after 64, as a bulk one after 1 MiB */
+	s->turn += TCP_TURN_BYTES / 64;
 	if (f.op == RT_OP_READ || f.op == RT_OP_WRITE)
 		s->turn += f.len;
 	if (f.op == TCP_OP_NOP)
@@ -290,10 +293,11 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
 }
 
 /* Read and execute the requests a peer has queued, until its socket is
- * empty or this turn has moved TCP_TURN_BYTES of READ/WRITE data; then go
+ * empty or this turn has moved TCP_TURN_BYTES of READ/WRITE data or served
+ * 64 requests (each costs 1/64 of the budget besides its bytes); then go
  * back to epoll_wait (level-triggered: it reports at once if more is
- * queued).  The budget keeps the thread fair across peers: a bulk peer
- * yields after about one step's pull.  Until 2026-12-07 a turn was one
+ * queued).  The budget keeps the thread fair across peers: neither a bulk
+ * peer nor one streaming tiny requests holds it for long.  Until 2026-12-07 a turn was one
  * request, so a pull's small fenced READ, posted with its parameter READ,
  * waited behind every other peer's parameter READ: with W workers pulling
  * at once, each pull ended only after all W were sent (docs/benchmarks.md,
