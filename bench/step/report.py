@@ -194,15 +194,18 @@ def main():
     G = []  # one entry per config
     for key, runs in groups.items():
         kept_rows, dropped, div = [], 0, {}
+        by_worker = []  # per run, each worker's kept steps (the spread table)
         for r in runs:
             per = sb.load_steps(r)
             d_ = sb.first_nonfinite(per)
             if d_:
                 div[r["rep"]] = d_
+            by_worker.append([])
             for rows in per:
                 i = sb.warm_split(rows)
                 dropped += i
                 kept_rows += rows[i:]
+                by_worker[-1].append(rows[i:])
         ph = {p: sb.stats([x[p] for x in kept_rows]) for p in sb.PHASES + ("total_us",)}
         ph["pullpush_us"] = sb.stats([x["pull_us"] + x["push_us"] for x in kept_rows])
         win = {r["rep"]: r["result"]["window"] for r in runs if r["result"].get("window")}
@@ -211,7 +214,7 @@ def main():
                   "nowindow": sorted(r["rep"] for r in runs if not r["result"].get("window")),
                   "grads_s": med([w["gradients_per_s"] for w in win.values()]),
                   "gsteps_s": med([w["global_steps_per_s"] for w in win.values()]),
-                  "samples": kept_rows})
+                  "samples": kept_rows, "by_worker": by_worker})
     if G:
         txt.append("\n== Step anatomy: one worker step = wait (token in mailbox: barrier / ps apply) + pull "
                    "(READ params + fenced version READ, one round trip per shard) + compute + push (WRITE gradient, "
@@ -351,17 +354,13 @@ def main():
             if not s_ or W_ < 2:
                 continue
             d_ = {k: [] for k in ("spread", "release", "pull", "compute", "push")}
-            for r in g["runs"]:
-                try:
-                    per = sb.load_steps(r)
-                except (OSError, sb.Failed):
-                    continue  # said where the run's anatomy was read
+            for per in g["by_worker"]:
                 if len(per) != W_:
                     continue
                 byg = []
                 for rows in per:
                     k_ = {}
-                    for x in rows[sb.warm_split(rows):]:
+                    for x in rows:
                         k_[x["global_step"]] = None if x["global_step"] in k_ else x
                     byg.append(k_)
                 for gs in set.intersection(*[set(k) for k in byg]):
@@ -552,11 +551,11 @@ def main():
                                                "paired_ratio": prr, "paired_ratio_step": pst,
                                                "paired_ratio_median": med(prr),
                                                "paired_ratio_step_median": med(pst), "runs": g["reps"]})
+                rr_cell = ("%.1f (%s)" % (q["p50_us"], refname(g, qn))) if q else "-"
                 txt.append("%-24s %12.1f %16s %20s %16s %20s" % (
-                    cfgname(c_), pp["p50"], ("%.1f (%s)" % (q["p50_us"], refname(g, qn))) if q else "-", span(prr),
-                    "%.1f" % qs["p50_us"] if qs else "-", span(pst)))
+                    cfgname(c_), pp["p50"], rr_cell, span(prr), "%.1f" % qs["p50_us"] if qs else "-", span(pst)))
                 md.append("| %s | %d | %.1f | %s | %s | %s | %s |" % (
-                    cfgname(c_), g["reps"], pp["p50"], ("%.1f (%s)" % (q["p50_us"], refname(g, qn))) if q else "-",
+                    cfgname(c_), g["reps"], pp["p50"], rr_cell,
                     ("%.1f (%.1f / %.1f; gap %d; %s)" % (qs["p50_us"], qs["push_p50_us"], qs["pull_p50_us"],
                                                          qs.get("gap_us", 0), refname(g, qsn))) if qs else "-",
                     span(prr), span(pst)))

@@ -329,6 +329,17 @@ static int parse_long(const char *name, const char *s, long lo, long hi, long *o
 	return 0;
 }
 
+/* a flag that takes one of two words: *out = 0 for no, 1 for yes */
+static int parse_choice(const char *name, const char *s, const char *no, const char *yes, int *out)
+{
+	if (strcmp(s, no) && strcmp(s, yes)) {
+		fprintf(stderr, "tcp_rr: %s %s: expected %s or %s\n", name, s, no, yes);
+		return -1;
+	}
+	*out = !strcmp(s, yes);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tcp_rr --req BYTES --resp BYTES [--mode rr|step] [--clients N] [--iters N]\n"
@@ -362,24 +373,10 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--gap-us")) { if (parse_long(a, v, 0, 10000000, &gap_us)) return 2; }
 		else if (!strcmp(a, "--budget-ms")) { if (parse_long(a, v, 0, 3600000, &budget_ms)) return 2; }
 		else if (!strcmp(a, "--clients")) { if (parse_long(a, v, 1, 64, &nc)) return 2; }
-		else if (!strcmp(a, "--gap")) {
-			if (!strcmp(v, "idle")) busy = 0;
-			else if (!strcmp(v, "busy")) busy = 1;
-			else {
-				fprintf(stderr, "tcp_rr: --gap %s: expected idle or busy\n", v);
-				return 2;
-			}
-		}
+		else if (!strcmp(a, "--gap")) { if (parse_choice(a, v, "idle", "busy", &busy)) return 2; }
 		else if (!strcmp(a, "--json")) json = v;
 		else if (!strcmp(a, "--label")) label = v;
-		else if (!strcmp(a, "--mode")) {
-			if (!strcmp(v, "rr")) step = 0;
-			else if (!strcmp(v, "step")) step = 1;
-			else {
-				fprintf(stderr, "tcp_rr: --mode %s: expected rr or step\n", v);
-				return 2;
-			}
-		}
+		else if (!strcmp(a, "--mode")) { if (parse_choice(a, v, "rr", "step", &step)) return 2; }
 		else {
 			fprintf(stderr, "tcp_rr: unknown flag '%s'\n", a);
 			usage(stderr);
