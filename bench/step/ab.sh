@@ -14,10 +14,13 @@
 # AB_FLAGS_A / AB_FLAGS_B (environment, space-separated): extra rdmaps flags
 # for A's / B's runs (step_bench --rdmaps_flag), e.g. one build with and
 # without a flag: AB_FLAGS_B=--ps_spin_us=300 ab.sh OUT build build GRID
+# AB_BENCH_A / AB_BENCH_B: extra step_bench flags for A's / B's runs, e.g.
+# workers as nice as the ps against step_bench's default (+5, launch's):
+# AB_BENCH_A=--worker_nice=0 ab.sh OUT build build GRID
 # Exit: 0, 1 when a step_bench run failed (its output is kept), 2 bad usage.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
-[ $# -ge 4 ] || { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 4 ] || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 out=$1; a=$2; b=$3; grid=$4; rounds=${5:-3}; data=${6:-$here/data/mnist}
 case $rounds in ''|*[!0-9]*|0) echo "ab.sh: ROUNDS must be a positive integer" >&2; exit 2;; esac
 for d in "$a" "$b"; do
@@ -31,10 +34,11 @@ for r in $(seq 1 "$rounds"); do
 	order="a b"
 	[ $((r % 2)) -eq 0 ] && order="b a"
 	for v in $order; do
-		bd=$a; fl=${AB_FLAGS_A:-}
-		[ $v = b ] && { bd=$b; fl=${AB_FLAGS_B:-}; }
+		bd=$a; fl=${AB_FLAGS_A:-}; bf=${AB_BENCH_A:-}
+		[ $v = b ] && { bd=$b; fl=${AB_FLAGS_B:-}; bf=${AB_BENCH_B:-}; }
 		extra=()
 		for f in $fl; do extra+=("--rdmaps_flag=$f"); done
+		for f in $bf; do extra+=("$f"); done
 		python3 "$here/bench/step/step_bench.py" --build "$bd" --data_dir "$data" --out "$out/$v$r" \
 			--only anatomy --grid "$grid" "${extra[@]}" >"$out/$v$r.log" 2>&1 || { echo "ab.sh: $out/$v$r failed (see $out/$v$r.log)"; fail=1; }
 	done

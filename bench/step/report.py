@@ -153,6 +153,8 @@ def main():
             "step is kept. Times in microseconds; statistics in double; percentiles nearest-rank."
             % (c["transport"], "quick" if c["quick"] else "full", c["host"], c["ncpu"], c["started_utc"],
                c["warmup_steps"], c["warmup_s"]))
+    if "worker_nice" in c:
+        head += " Workers at nice +%d from the ps tasks (--worker_nice)." % c["worker_nice"]
     if c.get("rdmaps_flags"):
         head += " Extra rdmaps flags on every task: %s." % " ".join(c["rdmaps_flags"])
     txt.append(head)

@@ -2,8 +2,9 @@
 """step_bench: distributed-training benchmarks of rdmaps (issue 5, items 1-3, 5).
 
 Runs local clusters (ps and worker tasks started by hand on 127.0.0.1, each on
-a port the kernel picked free, --transport=tcp unless --transport says other)
-with per-worker --metrics files, and reports:
+a port the kernel picked free, --transport=tcp unless --transport says other;
+the workers --worker_nice nicer than the ps tasks, as `rdmaps launch` starts
+them) with per-worker --metrics files, and reports:
 
   anatomy     per step wait / pull / compute / push (and their sum), min p50
               avg stdev p99 max, for each (model, ps, workers, sync|async);
@@ -148,7 +149,8 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
         f = open(os.path.join(d, "worker%d.log" % k), "w")
         procs.append(("worker%d" % k, subprocess.Popen(
             [a.rdmaps, "--job_name=worker", "--task_index=%d" % k] + common + extra,
-            stdout=f, stderr=subprocess.STDOUT), f))
+            stdout=f, stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: os.nice(a.worker_nice)) if a.worker_nice else None), f))
     deadline = time.time() + a.task_timeout + 30
     bad = []
     for nm, p, f in procs:
@@ -404,6 +406,9 @@ def main():
     ap.add_argument("--rdmaps_flag", action="append", default=[],
                     help="extra flag for every ps and worker, e.g. --rdmaps_flag=--tcp_spin_us=50 (repeatable; "
                          "recorded in the JSON)")
+    ap.add_argument("--worker_nice", type=int, default=5, choices=range(0, 20), metavar="0..19",
+                    help="the workers run this much nicer than the ps tasks, as `rdmaps launch --worker_nice` "
+                         "(default 5, launch's) starts them; 0 = the same (recorded in the JSON)")
     a = ap.parse_args()
     a.rdmaps = os.path.join(a.build, "src/cli/rdmaps")
     a.eval_bin = os.path.join(a.build, "bench/step/eval_snapshots")
@@ -419,7 +424,8 @@ def main():
     unknown = only - {"anatomy", "convergence", "stragglers"}
     if unknown:
         die("step_bench: --only: unknown part(s) %s" % ",".join(sorted(unknown)))
-    results = {"config": {"quick": a.quick, "transport": a.transport, "rdmaps_flags": a.rdmaps_flag, "warmup_steps": WARM_STEPS,
+    results = {"config": {"quick": a.quick, "transport": a.transport, "rdmaps_flags": a.rdmaps_flag,
+                          "worker_nice": a.worker_nice, "warmup_steps": WARM_STEPS,
                           "warmup_s": WARM_S, "host": os.uname().nodename, "ncpu": os.cpu_count(),
                           "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
                "anatomy": [], "tcp_rr": {}, "tcp_rr_step": {}, "convergence": [], "stragglers": []}

@@ -12,6 +12,7 @@ struct rdmaps_job {
 	int task_index;           /* -1 = not given */
 	char **ps_hosts, **worker_hosts;
 	int nps, nworkers;
+	int worker_nice;          /* launch --worker_nice: workers' niceness above launch's own (0..19) */
 	int sync;                 /* --sync_replicas */
 	int replicas;             /* --replicas_to_aggregate, 0 = number of workers */
 	long train_steps;

@@ -124,7 +124,9 @@ static void drain_some(struct task *t, int wait_ms)
 	}
 }
 
-static pid_t spawn(struct task *t, char **argv)
+/* Start a task; inc > 0: it runs that much nicer than we do (a worker,
+ * --worker_nice), set before exec so that every thread it makes has it. */
+static pid_t spawn(struct task *t, char **argv, int inc)
 {
 	int p[2];
 	if (pipe(p))
@@ -141,6 +143,10 @@ static pid_t spawn(struct task *t, char **argv)
 		dup2(p[1], 2);
 		close(p[0]);
 		close(p[1]);
+		errno = 0;
+		if (inc > 0 && nice(inc) == -1 && errno) /* raising it is always allowed */
+			fprintf(stderr, "rdmaps launch: nice(%d) failed (%s); this task runs at the launcher's priority\n",
+				inc, strerror(errno));
 		execv("/proc/self/exe", argv);
 		fprintf(stderr, "cannot exec /proc/self/exe: %s\n", strerror(errno));
 		_exit(127);
@@ -193,8 +199,10 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 		size_t l = strlen(dst);
 		snprintf(dst + l, 4096 - l, "%s%s:%d", l ? "," : "", host, ports[k]);
 	}
-	printf("rdmaps launch: %d ps (%s), %d workers (%s), %s\n", P, ps_hosts, W, wk_hosts,
-	       j->sync ? "sync" : "async");
+	printf("rdmaps launch: %d ps (%s), %d workers (%s)", P, ps_hosts, W, wk_hosts);
+	if (j->worker_nice)
+		printf(" at nice +%d", j->worker_nice);
+	printf(", %s\n", j->sync ? "sync" : "async");
 	if (j->metrics[0] && W > 1) {
 		char m0[sizeof(j->metrics) + 32], m1[sizeof(j->metrics) + 32];
 		metrics_path(m0, sizeof(m0), j->metrics, 0, W);
@@ -235,7 +243,8 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 		for (int a = 0; a < argc && c < 250; a++) {
 			int fw;
 			/* launch's own flags; "--ps 2" drops the 2 too */
-			if ((fw = flag_word(argv[a], "ps")) || (fw = flag_word(argv[a], "workers"))) {
+			if ((fw = flag_word(argv[a], "ps")) || (fw = flag_word(argv[a], "workers")) ||
+			    (fw = flag_word(argv[a], "worker_nice"))) {
 				a += fw == 2;
 				continue;
 			}
@@ -257,7 +266,7 @@ int rdmaps_launch(const struct rdmaps_job *j, int argc, char **argv)
 		struct task *t = &tasks[n++];
 		snprintf(t->name, sizeof(t->name), "%s%d", is_ps ? "ps" : "worker", ti);
 		t->is_worker = !is_ps;
-		if (spawn(t, cargv) < 0) {
+		if (spawn(t, cargv, is_ps ? 0 : j->worker_nice) < 0) {
 			fprintf(stderr, "rdmaps launch: cannot start %s: %s\n", t->name, strerror(errno));
 			rc = 1;
 			n--;

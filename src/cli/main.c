@@ -35,7 +35,9 @@ static void usage(FILE *f)
 		"usage: rdmaps --job_name=ps|worker --task_index=N --ps_hosts=H:P[,..] --worker_hosts=H:P[,..] [training flags]\n"
 		"  (host lists default to mnist_replica's: --ps_hosts=localhost:2222\n"
 		"  --worker_hosts=localhost:2223,localhost:2224)\n"
-		"       rdmaps launch --ps=P --workers=W [training flags]\n"
+		"       rdmaps launch --ps=P --workers=W [--worker_nice=5] [training flags]\n"
+		"         (--worker_nice: the workers run this much nicer than the ps tasks, which serve\n"
+		"         every worker and so come first on the cores they share; 0 = the same)\n"
 		"       rdmaps train --model=mlp|lstm --data_dir=DIR [--epochs=N ...]\n"
 		"       rdmaps ports N [IPV4]   (N distinct free ports on IPV4, default 127.0.0.1, as launch picks them)\n"
 		"       rdmaps devices [HOST]   (the RDMA ports here, and what --transport=auto picks for HOST)\n"
@@ -156,7 +158,7 @@ static int flag_spelled_whole(int argc, char **argv, const char *name)
 enum {
 	O_JOB = 1000, O_TASK, O_PSH, O_WKH, O_SYNC, O_R, O_STEPS, O_BATCH, O_LR, O_HID, O_MODEL,
 	O_DATA, O_TRANSPORT, O_SEED, O_LOGEVERY, O_METRICS, O_TIMEOUT, O_PS, O_WORKERS, O_TOKEN,
-	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_TCP_SPIN, O_PS_SPIN, O_PS_PROGRESS, O_WORKER_PROGRESS, O_STRAG_TASK, O_STRAG_MS, O_SNAP_FILE, O_SNAP_EVERY,
+	O_DUMP, O_LOGDIR, O_SAVESECS, O_BARRIER, O_RECOVERY, O_TCP_SPIN, O_PS_SPIN, O_PS_PROGRESS, O_WORKER_PROGRESS, O_STRAG_TASK, O_STRAG_MS, O_SNAP_FILE, O_SNAP_EVERY, O_WORKER_NICE,
 	O_HELP, O_VERSION, O_NUMGPUS, O_SLURM_PS, O_PORTBASE, O_DOWNLOAD_ONLY, O_EXISTING, O_NOSYNC, O_NODOWNLOAD, O_NOEXISTING, O_ASYNC_DUMMY
 };
 
@@ -180,6 +182,7 @@ static const struct option long_opts[] = {
 	{ "timeout", required_argument, 0, O_TIMEOUT },
 	{ "ps", required_argument, 0, O_PS },
 	{ "workers", required_argument, 0, O_WORKERS },
+	{ "worker_nice", required_argument, 0, O_WORKER_NICE },
 	{ "auth_token_file", required_argument, 0, O_TOKEN },
 	{ "dump_params", required_argument, 0, O_DUMP },
 	{ "logdir", required_argument, 0, O_LOGDIR },
@@ -350,6 +353,11 @@ static int parse_flags(int argc, char **argv, struct rdmaps_job *j, int launch_m
 			if (!launch_mode) goto unknown;
 			if (parse_int("workers", optarg, 1, 64, &v)) return 2;
 			j->nworkers = (int)v;
+			break;
+		case O_WORKER_NICE:
+			if (!launch_mode) goto unknown;
+			if (parse_int("worker_nice", optarg, 0, 19, &v)) return 2;
+			j->worker_nice = (int)v;
 			break;
 		case O_HELP:
 			usage(stdout);

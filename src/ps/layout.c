@@ -24,6 +24,7 @@ void rdmaps_job_defaults(struct rdmaps_job *j)
 	j->recovery_timeout_s = 60;
 	j->ps_progress = RT_PROGRESS_CALLER;
 	j->worker_progress = RT_PROGRESS_CALLER;
+	j->worker_nice = 5;
 }
 
 int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_layout *l)

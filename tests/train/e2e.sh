@@ -398,6 +398,10 @@ cli)
 	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --metrics="/tmp/$long"
 	expect2 --job_name=ps --task_index=0 --ps_hosts=a:1 --ps_hosts=a:2 --worker_hosts=b:2 --sync_replicas=maybe
 	expect2 launch --ps=1 --workers=2 --task_index=0
+	# --worker_nice: 0..19, and launch's own (a task takes no niceness flag)
+	expect2 launch --ps=1 --workers=2 --worker_nice=20 --data_dir="$data"
+	expect2 launch --ps=1 --workers=2 --worker_nice=-1 --data_dir="$data"
+	expect2 --job_name=worker --task_index=0 --ps_hosts=a:1 --worker_hosts=b:2 --worker_nice=5
 	# a prefix of a flag's name is not that flag (absl's rule): launch
 	# passed --metr=F to every worker unchanged, one file for all of them
 	expect2 launch --ps=1 --workers=2 --metr=/tmp/x --data_dir="$data"
@@ -542,10 +546,12 @@ cli)
 	echo "  a worker with the --ps_hosts in another order: refused with the reason, exit 1 at once"
 	# launch's own flags with their value in the next word: not handed to
 	# the tasks (each used to fail on a stray "1")
-	timeout 120 "$bin" launch --ps 1 --workers 1 --transport=tcp --data_dir="$data" --train_steps=2 \
-		--log_every=1 >"$out" 2>&1 || fail "'rdmaps launch --ps 1 --workers 1' failed"
-	grep -q "rdmaps launch: all workers finished" "$out" || fail "'rdmaps launch --ps 1 --workers 1' did not finish"
-	echo "  launch --ps 1 --workers 1 (values in the next word): trains"
+	timeout 120 "$bin" launch --ps 1 --workers 1 --worker_nice 0 --transport=tcp --data_dir="$data" --train_steps=2 \
+		--log_every=1 >"$out" 2>&1 || fail "'rdmaps launch --ps 1 --workers 1 --worker_nice 0' failed"
+	grep -q "rdmaps launch: all workers finished" "$out" || fail "'rdmaps launch --ps 1 --workers 1 --worker_nice 0' did not finish"
+	grep -q "^rdmaps launch: 1 ps ([^)]*), 1 workers ([^)]*), async$" "$out" \
+		|| fail "launch --worker_nice 0 still named a niceness for its workers"
+	echo "  launch --ps 1 --workers 1 --worker_nice 0 (values in the next word): trains"
 	# --version names the release and the commit (for bug reports)
 	"$bin" --version >"$out" 2>&1 || fail "rdmaps --version exited non-zero"
 	grep -Eq '^rdmaps [0-9]+[.][0-9]+[.][0-9]+ [(]git ([0-9a-f]{7,}(-dirty)?|unknown), [A-Za-z]+ build[)]$' "$out" \
@@ -591,6 +597,18 @@ cli)
 	hosts=$(sed -n 's/^rdmaps launch: 1 ps (\([^)]*\)).*/\1/p' "$out")
 	psp=$(pgrep -f "job_name=ps.*ps_hosts=$hosts" | head -1)
 	[ -n "$psp" ] || fail "no ps process of the launch found (ps at $hosts)"
+	# the workers run 5 nicer than the ps (--worker_nice's default), all
+	# their threads (set before exec), and the launch line says so
+	wks=$(pgrep -f "job_name=worker.*ps_hosts=$hosts")
+	[ "$(echo $wks | wc -w)" -eq 2 ] || { kill -9 $lp; fail "not 2 worker processes of the launch found: '$wks'"; }
+	for w in $wks; do
+		for t in /proc/$w/task/*; do
+			d=$(($(awk '{ print $19 }' "$t/stat") - $(awk '{ print $19 }' /proc/$psp/stat)))
+			[ "$d" -eq 5 ] || { kill -9 $lp; fail "a worker thread ($t) runs at nice +$d from the ps, expected +5"; }
+		done
+	done
+	grep -q "^rdmaps launch: 1 ps ([^)]*), 2 workers ([^)]*) at nice +5, sync$" "$out" \
+		|| { kill -9 $lp; fail "the launch line did not name the workers' niceness"; }
 	kill -STOP "$psp"
 	kill -INT $lp
 	sleep 1
