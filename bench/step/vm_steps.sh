@@ -13,7 +13,11 @@
 # (default 12).  RDMAPS_VM_SMALL=1 runs the mlp 1-ps set only.  Tasks are
 # started by hand so that every worker has its own --metrics file; ports are
 # random high ports checked free in /proc/net/tcp.  Steps per run:
-# RDMAPS_VM_STEPS (default 40); RDMAPS_VM_TRANSPORTS (default "rdma tcp").  Warm-up per worker: the first 5 steps or
+# RDMAPS_VM_STEPS (default 40); RDMAPS_VM_TRANSPORTS (default "rdma tcp").
+# The workers run RDMAPS_VM_WORKER_NICE (default 5, `rdmaps launch
+# --worker_nice`'s default; 0 = none) nicer than the ps tasks, as launch
+# and step_bench start them (busybox has renice, not nice: each worker's
+# shell renices itself, then execs rdmaps, so every thread has it).  Warm-up per worker: the first 5 steps or
 # the first 0.5 s, whichever ends first, are dropped (counted in the output);
 # every later step is kept.  Prints one line per (run, phase):
 #   STEP-ANATOMY <run> <transport> <phase> n=<kept> drop=<dropped> min= p50= avg= p99= max=  (us)
@@ -34,9 +38,13 @@ addr=${3:?address}
 out=${4:-/tmp/rdmaps-vmsteps}
 steps=${RDMAPS_VM_STEPS:-40}
 transports=${RDMAPS_VM_TRANSPORTS:-rdma tcp}
+wnice=${RDMAPS_VM_WORKER_NICE:-5}
+case $wnice in ''|*[!0-9]*) echo "vm_steps: RDMAPS_VM_WORKER_NICE=$wnice: expected 0..19" >&2; exit 2;; esac
+[ "$wnice" -le 19 ] || { echo "vm_steps: RDMAPS_VM_WORKER_NICE=$wnice: expected 0..19" >&2; exit 2; }
 [ -x "$bin" ] || { echo "vm_steps: $bin: not executable" >&2; exit 2; }
 [ -d "$data" ] || { echo "vm_steps: $data: no such directory" >&2; exit 2; }
 mkdir -p "$out" || exit 2
+echo "vm_steps: workers at nice +$wnice from the ps tasks (RDMAPS_VM_WORKER_NICE)"
 
 free_port() {
 	while :; do
@@ -81,7 +89,8 @@ run() {
 	i=0
 	while [ $i -lt "$W" ]; do
 		# shellcheck disable=SC2086
-		"$bin" --job_name=worker --task_index=$i $flags --metrics="$d/metrics.w$i.json" >"$d/worker$i.log" 2>&1 &
+		sh -c '[ "$0" = 0 ] || renice -n "$0" -p $$ >/dev/null || exit 126; exec "$@"' "$wnice" \
+			"$bin" --job_name=worker --task_index=$i $flags --metrics="$d/metrics.w$i.json" >"$d/worker$i.log" 2>&1 &
 		pids="$pids $!"
 		i=$((i + 1))
 	done
