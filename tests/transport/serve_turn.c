@@ -31,30 +31,12 @@ struct peer {
 	uint64_t *buf;     /* the old values land here */
 };
 
-static struct rt_listener *g_lst;
-static const struct rt_grant *g_tg;
-static struct rt_conn *g_acc;
-static int g_acc_rc;
-
-static void *acceptor(void *arg)
-{
-	struct rt_request *req = NULL;
-
-	(void)arg;
-	g_acc_rc = rt_accept(g_lst, TMO, &req);
-	if (!g_acc_rc)
-		g_acc_rc = rt_accept_grant(&req, g_tg, 1, &g_acc);
-	return NULL;
-}
-
-/* A second client: its own context and connection to t's listener. */
-static int connect_b(struct two_ctx *t, const struct rt_grant *tg, struct peer *b)
+/* B: its own client context and connection to t's listener (two_ctx_join) */
+static int connect_b(struct two_ctx *t, struct peer *b)
 {
 	struct rt_ctx_cfg cfg = { .kind = RT_TCP, .bind_host = t->addr, .timeout_ms = TMO, .numa_node = -1,
 				  .progress = RT_PROGRESS_THREAD };
-	struct rt_hello h = { .role = 1, .index = 1, .layout_hash = 1 };
 	struct rt_grant cg;
-	pthread_t at;
 	int rc = rt_ctx_new(&cfg, &b->ctx);
 
 	if (rc) {
@@ -67,17 +49,7 @@ static int connect_b(struct two_ctx *t, const struct rt_grant *tg, struct peer *
 		return 2;
 	}
 	cg = (struct rt_grant){ 0, b->buf, 4096, RT_RIGHT_NONE };
-	g_lst = t->lst;
-	g_tg = tg;
-	pthread_create(&at, NULL, acceptor, NULL);
-	rc = rt_connect(b->ctx, t->addr, rt_listener_port(t->lst), &h, &cg, 1, TMO, &b->c);
-	pthread_join(at, NULL);
-	b->tconn = g_acc;
-	if (rc || g_acc_rc) {
-		fprintf(stderr, "connect(B): %s / accept: %s\n", rdmaps_strerror(rc), rdmaps_strerror(g_acc_rc));
-		return 2;
-	}
-	return 0;
+	return two_ctx_join(t, b->ctx, 1, &cg, 1, &b->c, &b->tconn);
 }
 
 /* Wait for n signaled completions on c; 0 or 1 (printed). */
@@ -126,7 +98,7 @@ int main(int argc, char **argv)
 	}
 	struct rt_grant tg = { 0, cnt, 4096, RT_RIGHT_ATOMIC };
 	struct rt_grant ag = { 0, abuf, 4096, RT_RIGHT_NONE };
-	if ((rc = two_ctx_connect(&t, &tg, 1, &ag, 1)) || (rc = connect_b(&t, &tg, &b)))
+	if ((rc = two_ctx_connect(&t, &tg, 1, &ag, 1)) || (rc = connect_b(&t, &b)))
 		return rc;
 
 	for (int trial = 1; trial <= TRIALS && !valid; trial++) {

@@ -1,7 +1,8 @@
 /* two_ctx.h: the set-up shared by the one-process transport tests
- * (ordered_placement, expect_reads): a target context and a client
- * context of the backend named on the command line, one connection
- * between them.  Header-only, test code.
+ * (ordered_placement, expect_reads, serve_turn): a target context and a
+ * client context of the backend named on the command line, one connection
+ * between them (two_ctx_join connects more client contexts).  Header-only,
+ * test code.
  *
  *   struct two_ctx t;
  *   int rc = two_ctx_open(argc, argv, "prog", TMO, &t);  // 0, 77 (no device), 2 (usage/set-up)
@@ -30,9 +31,9 @@ struct two_ctx {
 	struct rt_ctx *tctx, *cctx;
 	struct rt_listener *lst;
 	struct rt_conn *c, *tconn;
-	/* the acceptor thread's view */
+	/* the target's grants for every client (two_ctx_join) */
 	const struct rt_grant *tg;
-	int ntg, accept_rc;
+	int ntg;
 	/* RDMAPS_TEST_TCP_PROGRESS=caller (tcp only): the target context has
 	 * no progress thread; two_ctx_serve_start runs a thread that serves
 	 * it the way a ps does, waiting in rt_ctx_wait_target */
@@ -70,15 +71,45 @@ static inline int two_ctx_open(int argc, char **argv, const char *prog, int tmo_
 	return 0;
 }
 
+/* one accept on t's listener, with t's grants, in a thread of its own */
+struct two_ctx_accept_ {
+	struct two_ctx *t;
+	struct rt_conn *conn;
+	int rc;
+};
+
 static inline void *two_ctx_acceptor_(void *arg)
 {
-	struct two_ctx *t = arg;
+	struct two_ctx_accept_ *a = arg;
 	struct rt_request *req = NULL;
 
-	t->accept_rc = rt_accept(t->lst, t->tmo_ms, &req);
-	if (!t->accept_rc)
-		t->accept_rc = rt_accept_grant(&req, t->tg, t->ntg, &t->tconn);
+	a->rc = rt_accept(a->t->lst, a->t->tmo_ms, &req);
+	if (!a->rc)
+		a->rc = rt_accept_grant(&req, a->t->tg, a->t->ntg, &a->conn);
 	return NULL;
+}
+
+/* Connect a client context cctx (hello role 1, index) to t's listener and
+ * accept it with t's grants: *c is the client's end, *tconn the target's.
+ * 0, or 2 after printing what failed.  two_ctx_connect does this for
+ * t->cctx; a test with more peers calls it for each other context. */
+static inline int two_ctx_join(struct two_ctx *t, struct rt_ctx *cctx, uint32_t index,
+			       const struct rt_grant *cg, int ncg, struct rt_conn **c, struct rt_conn **tconn)
+{
+	struct rt_hello h = { .role = 1, .index = index, .layout_hash = 1 };
+	struct two_ctx_accept_ a = { .t = t };
+	pthread_t at;
+	int rc;
+
+	pthread_create(&at, NULL, two_ctx_acceptor_, &a);
+	rc = rt_connect(cctx, t->addr, rt_listener_port(t->lst), &h, cg, ncg, t->tmo_ms, c);
+	pthread_join(at, NULL);
+	*tconn = a.conn;
+	if (rc || a.rc) {
+		fprintf(stderr, "connect: %s / accept: %s\n", rdmaps_strerror(rc), rdmaps_strerror(a.rc));
+		return 2;
+	}
+	return 0;
 }
 
 /* Listen on the target, connect the client (role 1, index 0), accept with
@@ -86,8 +117,6 @@ static inline void *two_ctx_acceptor_(void *arg)
 static inline int two_ctx_connect(struct two_ctx *t, const struct rt_grant *tg, int ntg,
 				  const struct rt_grant *cg, int ncg)
 {
-	struct rt_hello h = { .role = 1, .index = 0, .layout_hash = 1 };
-	pthread_t at;
 	int rc = rt_listen(t->tctx, t->addr, 0, &t->lst);
 
 	if (rc) {
@@ -96,14 +125,7 @@ static inline int two_ctx_connect(struct two_ctx *t, const struct rt_grant *tg, 
 	}
 	t->tg = tg;
 	t->ntg = ntg;
-	pthread_create(&at, NULL, two_ctx_acceptor_, t);
-	rc = rt_connect(t->cctx, t->addr, rt_listener_port(t->lst), &h, cg, ncg, t->tmo_ms, &t->c);
-	pthread_join(at, NULL);
-	if (rc || t->accept_rc) {
-		fprintf(stderr, "connect: %s / accept: %s\n", rdmaps_strerror(rc), rdmaps_strerror(t->accept_rc));
-		return 2;
-	}
-	return 0;
+	return two_ctx_join(t, t->cctx, 0, cg, ncg, &t->c, &t->tconn);
 }
 
 static inline void *two_ctx_server_(void *arg)
