@@ -39,8 +39,8 @@ out=${4:-/tmp/rdmaps-vmsteps}
 steps=${RDMAPS_VM_STEPS:-40}
 transports=${RDMAPS_VM_TRANSPORTS:-rdma tcp}
 wnice=${RDMAPS_VM_WORKER_NICE:-5}
-case $wnice in ''|*[!0-9]*) echo "vm_steps: RDMAPS_VM_WORKER_NICE=$wnice: expected 0..19" >&2; exit 2;; esac
-[ "$wnice" -le 19 ] || { echo "vm_steps: RDMAPS_VM_WORKER_NICE=$wnice: expected 0..19" >&2; exit 2; }
+case $wnice in ''|*[!0-9]*) false;; *) [ "$wnice" -le 19 ];; esac ||
+	{ echo "vm_steps: RDMAPS_VM_WORKER_NICE=$wnice: expected 0..19" >&2; exit 2; }
 [ -x "$bin" ] || { echo "vm_steps: $bin: not executable" >&2; exit 2; }
 [ -d "$data" ] || { echo "vm_steps: $data: no such directory" >&2; exit 2; }
 mkdir -p "$out" || exit 2

@@ -601,9 +601,10 @@ cli)
 	# their threads (set before exec), and the launch line says so
 	wks=$(pgrep -f "job_name=worker.*ps_hosts=$hosts")
 	[ "$(echo $wks | wc -w)" -eq 2 ] || { kill -9 $lp; fail "not 2 worker processes of the launch found: '$wks'"; }
+	psn=$(awk '{ print $19 }' /proc/$psp/stat)
 	for w in $wks; do
 		for t in /proc/$w/task/*; do
-			d=$(($(awk '{ print $19 }' "$t/stat") - $(awk '{ print $19 }' /proc/$psp/stat)))
+			d=$(($(awk '{ print $19 }' "$t/stat") - psn))
 			[ "$d" -eq 5 ] || { kill -9 $lp; fail "a worker thread ($t) runs at nice +$d from the ps, expected +5"; }
 		done
 	done
