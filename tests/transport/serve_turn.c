@@ -5,13 +5,19 @@
  * One process: a target context in RT_PROGRESS_CALLER (served only while a
  * thread waits on it, and by its 50 ms watchdog) and two client contexts,
  * A and B, each with its own connection.  Per trial, with nobody serving:
- * A posts 255 FETCH_ADD +1 on the target's counter (its whole ring), then
- * B posts one FETCH_ADD +2^32 on the same counter.  Then a thread serves.
- * The low half of B's old value counts A's atomics executed before B's:
- * with the 64-request cap B waits for at most 64 of A's (0 when served
- * first); a turn that ran until A's socket was empty made it wait for all
- * 255.  A trial in which the watchdog served part of A's ops before B
- * posted shows nothing and is repeated (up to 5 trials). */
+ * A queues its ops (below), each ending in a FETCH_ADD +1 on the target's
+ * counter, then B posts one FETCH_ADD +2^32 on the same counter.  Then a
+ * thread serves.  The low half of B's old value counts A's atomics
+ * executed before B's (0 when B was served first).  Two cases:
+ *   requests: A queues 255 FETCH_ADD +1 (its whole ring).  With the
+ *     64-request cap B waits for at most 64 of them; a turn that ran until
+ *     A's socket was empty made it wait for all 255.
+ *   bytes: A queues 16 pairs of a 256 KiB READ and a FETCH_ADD +1 (32
+ *     requests, under the request cap).  A pair costs 288 KiB of the 1 MiB
+ *     turn (each request 1/64 of it, besides its bytes), so B waits for at
+ *     most 4 pairs; without the byte budget it waited for all 16.
+ * A trial in which the watchdog served part of A's ops before B posted
+ * shows nothing and is repeated (up to 5 trials). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +30,11 @@
 #define NA 255        /* TCP_USER_DEPTH: A's whole ring */
 #define CAP 64        /* requests per turn (TCP_TURN_BYTES / 64 each) */
 #define TRIALS 5
+#define TURN (1u << 20)         /* TCP_TURN_BYTES */
+#define RLEN (256u << 10)       /* the bytes case: each READ's length */
+#define NPAIR 16                /* the bytes case: READ + FETCH_ADD pairs */
+#define PAIR_COST (RLEN + 2 * (TURN / 64))
+#define PAIR_CAP ((TURN + PAIR_COST - 1) / PAIR_COST) /* 4 */
 
 struct peer {
 	struct rt_ctx *ctx;
@@ -76,11 +87,72 @@ static int wait_done(struct rt_conn *c, int n, const char *who)
 	return 0;
 }
 
+/* One case (see the top): A queues nop ops, READs of rlen (region 1) each
+ * followed by a FETCH_ADD +1 when rlen > 0, else FETCH_ADDs only; B its
+ * one +2^32; then serve.  B must see at most cap of A's atomics.  0 or 1. */
+static int run_case(struct two_ctx *t, struct peer *b, uint64_t *cnt, const char *name, int nop,
+		    size_t rlen, unsigned cap)
+{
+	int natom = rlen ? nop / 2 : nop, rc;
+
+	for (int trial = 1; trial <= TRIALS; trial++) {
+		uint64_t x0, v;
+
+		__atomic_store_n(cnt, 0, __ATOMIC_SEQ_CST); /* nothing is pending: no op races this */
+		for (int k = 0; k < nop; k++) {
+			unsigned fl = k == nop - 1 ? RT_F_SIGNALED : 0;
+
+			if (rlen && k % 2 == 0)
+				rc = rt_read(t->c, 1, 0, 1, 0, rlen, (uint64_t)k, fl);
+			else
+				rc = rt_fetch_add(t->c, 0, (size_t)(k % 512) * 8, 0, 0, 1, (uint64_t)k, fl);
+			if (rc) {
+				fprintf(stderr, "FAIL: %s: A's op %d: %s\n", name, k, rdmaps_strerror(rc));
+				return 1;
+			}
+		}
+		x0 = __atomic_load_n(cnt, __ATOMIC_SEQ_CST);
+		if ((rc = rt_fetch_add(b->c, 0, 0, 0, 0, 1ull << 32, 1, RT_F_SIGNALED))) {
+			fprintf(stderr, "FAIL: %s: B's FETCH_ADD: %s\n", name, rdmaps_strerror(rc));
+			return 1;
+		}
+		usleep(20000); /* both sockets hold their requests (loopback) */
+		t->stop = 0;
+		if (two_ctx_serve_start(t))
+			return 1;
+		rc = wait_done(t->c, 1, "A") || wait_done(b->c, 1, "B");
+		two_ctx_serve_stop(t);
+		if (rc)
+			return 1;
+		v = b->buf[0];
+		if (__atomic_load_n(cnt, __ATOMIC_SEQ_CST) != (1ull << 32) + (uint64_t)natom || v >> 32) {
+			fprintf(stderr, "FAIL: %s: trial %d: counter %#llx after A's %d atomics and B's one (B saw %#llx)\n",
+				name, trial, (unsigned long long)*cnt, natom, (unsigned long long)v);
+			return 1;
+		}
+		if (x0) {
+			printf("%s: trial %d: %llu of A's atomics were served (watchdog) before B posted: repeated\n",
+			       name, trial, (unsigned long long)x0);
+			continue;
+		}
+		if (v > cap) {
+			fprintf(stderr, "FAIL: %s: B's FETCH_ADD waited for %llu of A's %d queued atomics (at most %u)\n",
+				name, (unsigned long long)v, natom, cap);
+			return 1;
+		}
+		printf("ok: %s: trial %d: B's FETCH_ADD ran after %llu of A's %d queued atomics (at most %u)\n", name,
+		       trial, (unsigned long long)v, natom, cap);
+		return 0;
+	}
+	fprintf(stderr, "FAIL: %s: in %d trials the watchdog always served A before B posted\n", name, TRIALS);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct two_ctx t;
 	struct peer b = { 0 };
-	int rc, ret = 1, valid = 0;
+	int rc, ret = 1;
 
 	if (argc > 1 && strcmp(argv[1], "tcp")) {
 		printf("SKIP: the serving turn is the TCP target's (verbs: the device serves)\n");
@@ -91,65 +163,20 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 	uint64_t *cnt = rt_alloc(t.tctx, 4096);
+	void *tdata = rt_alloc(t.tctx, RLEN);
 	uint64_t *abuf = rt_alloc(t.cctx, 4096);
-	if (!cnt || !abuf) {
+	void *adata = rt_alloc(t.cctx, RLEN);
+	if (!cnt || !tdata || !abuf || !adata) {
 		fprintf(stderr, "rt_alloc failed\n");
 		return 2;
 	}
-	struct rt_grant tg = { 0, cnt, 4096, RT_RIGHT_ATOMIC };
-	struct rt_grant ag = { 0, abuf, 4096, RT_RIGHT_NONE };
-	if ((rc = two_ctx_connect(&t, &tg, 1, &ag, 1)) || (rc = connect_b(&t, &b)))
+	struct rt_grant tg[2] = { { 0, cnt, 4096, RT_RIGHT_ATOMIC }, { 1, tdata, RLEN, RT_RIGHT_READ } };
+	struct rt_grant ag[2] = { { 0, abuf, 4096, RT_RIGHT_NONE }, { 1, adata, RLEN, RT_RIGHT_NONE } };
+	if ((rc = two_ctx_connect(&t, tg, 2, ag, 2)) || (rc = connect_b(&t, &b)))
 		return rc;
-
-	for (int trial = 1; trial <= TRIALS && !valid; trial++) {
-		uint64_t x0, v;
-
-		__atomic_store_n(cnt, 0, __ATOMIC_SEQ_CST); /* nothing is pending: no op races this */
-		for (int k = 0; k < NA; k++)
-			if ((rc = rt_fetch_add(t.c, 0, (size_t)(k % 512) * 8, 0, 0, 1, (uint64_t)k,
-					       k == NA - 1 ? RT_F_SIGNALED : 0))) {
-				fprintf(stderr, "FAIL: A's FETCH_ADD %d: %s\n", k, rdmaps_strerror(rc));
-				goto out;
-			}
-		x0 = __atomic_load_n(cnt, __ATOMIC_SEQ_CST);
-		if ((rc = rt_fetch_add(b.c, 0, 0, 0, 0, 1ull << 32, 1, RT_F_SIGNALED))) {
-			fprintf(stderr, "FAIL: B's FETCH_ADD: %s\n", rdmaps_strerror(rc));
-			goto out;
-		}
-		usleep(20000); /* both sockets hold their requests (loopback) */
-		t.stop = 0;
-		if ((rc = two_ctx_serve_start(&t))) {
-			ret = rc;
-			goto out;
-		}
-		rc = wait_done(t.c, 1, "A") || wait_done(b.c, 1, "B");
-		two_ctx_serve_stop(&t);
-		if (rc)
-			goto out;
-		v = b.buf[0];
-		if (__atomic_load_n(cnt, __ATOMIC_SEQ_CST) != (1ull << 32) + NA || v >> 32) {
-			fprintf(stderr, "FAIL: trial %d: counter %#llx after A's %d and B's one (B saw %#llx)\n", trial,
-				(unsigned long long)*cnt, NA, (unsigned long long)v);
-			goto out;
-		}
-		if (x0) {
-			printf("trial %d: %llu of A's atomics were served (watchdog) before B posted: repeated\n",
-			       trial, (unsigned long long)x0);
-			continue;
-		}
-		valid = 1;
-		if (v > CAP) {
-			fprintf(stderr, "FAIL: B's FETCH_ADD waited for %llu of A's %d queued atomics (a turn is at "
-				"most %d requests)\n", (unsigned long long)v, NA, CAP);
-			goto out;
-		}
-		printf("ok: trial %d: B's FETCH_ADD ran after %llu of A's %d queued atomics (at most %d)\n", trial,
-		       (unsigned long long)v, NA, CAP);
-	}
-	if (!valid) {
-		fprintf(stderr, "FAIL: in %d trials the watchdog always served A before B posted\n", TRIALS);
+	if (run_case(&t, &b, cnt, "requests", NA, 0, CAP) ||
+	    run_case(&t, &b, cnt, "bytes", 2 * NPAIR, RLEN, PAIR_CAP))
 		goto out;
-	}
 	ret = 0;
 out:
 	two_ctx_serve_stop(&t);
@@ -160,7 +187,9 @@ out:
 		rt_free(b.ctx, b.buf, 4096);
 	rt_ctx_delete(&b.ctx);
 	rt_free(t.tctx, cnt, 4096);
+	rt_free(t.tctx, tdata, RLEN);
 	rt_free(t.cctx, abuf, 4096);
+	rt_free(t.cctx, adata, RLEN);
 	two_ctx_close(&t);
 	return ret;
 }
