@@ -657,6 +657,22 @@ static void hs_close(struct rt_conn *conn)
 	conn->hs = NULL;
 }
 
+/* Part of a client's answer is queued: a client that then hung up shows
+ * only to poll, since the peek keeps returning those bytes.  0 while it is
+ * still connected, else PEER_GONE (FIN) or the reset's status. */
+static int hs_hung_up(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (poll(&p, 1, 0) <= 0 || !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return 0;
+	if ((p.revents & POLLERR) && !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) && err)
+		return tcp_errno_status(err);
+	return RDMAPS_E_PEER_GONE;
+}
+
 static int tcp_accept_poll(struct rt_conn *conn)
 {
 	struct tcp_hs *hs = conn->hs;
@@ -690,6 +706,8 @@ static int tcp_accept_poll(struct rt_conn *conn)
 		if ((size_t)got >= TCP_SETUP_LEN + (size_t)tlen)
 			goto complete;
 	}
+	if (got > 0 && (rc = hs_hung_up(hs->fd_ops)))
+		goto fail; /* it left with its answer cut short */
 	if (rt_now_ms() < hs->deadline)
 		return RDMAPS_E_AGAIN;
 	rc = RDMAPS_E_TIMEOUT;
