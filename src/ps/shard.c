@@ -526,6 +526,9 @@ static int accept_some(struct shard *s, int tmo_ms)
 		s->dup[i] = req;
 		s->dup_since[i] = rdmaps_now();
 		s->dup_probed[i] = 0;
+		printf("ps %d: worker %d connected again while its connection is held: asking that one "
+		       "whether it is alive (up to %.0f s)\n", j->task_index, i, LIVE_CHECK_S);
+		fflush(stdout);
 		return poll_dup(s, i);
 	}
 	return accept_start(s, i, &req);
@@ -633,8 +636,12 @@ static int poll_dup(struct shard *s, int i)
 		printf("ps %d: worker %d connected again; its previous connection is dead (%s): replacing it\n",
 		       j->task_index, i, err ? rdmaps_strerror(err) : "no answer to a liveness WRITE");
 		fflush(stdout);
+		/* dropped as drop_conn does: if the new connection's set-up
+		 * fails, the worker has left and is not waited for */
 		rt_conn_delete(&s->conns[i]);
+		s->gone[i] = 1;
 		s->probe_sent[i] = 0;
+		s->owed_since[i] = 0;
 	}
 	struct rt_request *req = s->dup[i];
 	s->dup[i] = NULL;
@@ -795,6 +802,8 @@ static void stall_check(struct shard *s, double *last_pass, double now, double *
 			s->probe_sent[i] = now;
 		if (s->owed_since[i])
 			s->owed_since[i] = now;
+		if (s->dup[i]) /* its held connection's answer may sit unread */
+			s->dup_since[i] = now;
 	}
 }
 

@@ -216,6 +216,35 @@ duplicate)
 	# the first keeps training: it makes progress after the refusal
 	at=$(last_step "$dir/w1.log")
 	wait_step "$dir/w1.log" $((at + 20)) 120 || fail "worker 1 stopped training after the refused duplicate"
+	# A duplicate whose check spans a stop of the ps: worker 1 is stopped
+	# (it cannot answer the liveness WRITE) until the duplicate is held,
+	# then the ps is stopped for 4 s and worker 1 continued, so its answer
+	# waits unread in the ps's socket.  At its resume the ps must read it
+	# and refuse the duplicate; its check's clock used to count the stop,
+	# so it replaced the live worker 1 with the duplicate (a review).
+	n_=$(grep -c "connected again while its connection is held" "$dir/ps0.log")
+	t0_=$(date +%s.%N)
+	kill -STOP "${pid[w1]}"
+	start dup2 worker 1 2 dup2 "${f[@]}"
+	end_=$((SECONDS + 20))
+	until [ "$(grep -c "connected again while its connection is held" "$dir/ps0.log")" -gt "$n_" ]; do
+		[ $SECONDS -ge $end_ ] && fail "the ps did not hold the second duplicate"
+		sleep 0.02
+	done
+	kill -STOP "${pid[ps0]}"
+	held_=$(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t0_}")
+	kill -CONT "${pid[w1]}"
+	sleep 4
+	kill -CONT "${pid[ps0]}"
+	echo "  second duplicate held $held_ s after worker 1 was stopped; the ps stopped 4 s"
+	wait_exit dup2 60
+	[ "$st" -ne 0 ] || fail "the second duplicate worker 1 exited 0 (it replaced the live one)"
+	[ "$(grep -c "ps 0: refused a second worker 1: worker 1 is connected and alive" "$dir/ps0.log")" -ge 2 ] \
+		|| fail "the ps did not refuse the duplicate held across its stop"
+	grep -q "its previous connection is dead" "$dir/ps0.log" && fail "the ps replaced the live worker 1"
+	kill -0 "${pid[w1]}" 2>/dev/null || fail "the first worker 1 died"
+	at=$(last_step "$dir/w1.log")
+	wait_step "$dir/w1.log" $((at + 20)) 120 || fail "worker 1 stopped training after the second duplicate"
 	# killed and restarted at once (no wait for the ps to notice): it rejoins
 	kill9 w1
 	killed_at=$(last_step "$dir/w1.log")
