@@ -10,7 +10,8 @@
 #   ps_restart     (c) sync, --logdir, --save_model_secs=1: kill the ps, restart
 #                  it: it restores, the workers reconnect, the job completes at
 #                  --train_steps, and at most the steps since the last save are lost
-#   duplicate      sync, R=W=2: a second live worker 1 is refused (it exits
+#   duplicate      sync, R=W=2: a second live worker 1 is refused (also when
+#                  held across a 4 s stop of the ps; it exits
 #                  non-zero naming the reason, the ps logs it, training goes
 #                  on); then worker 1 is killed and restarted at once: the
 #                  restart rejoins and the job completes
