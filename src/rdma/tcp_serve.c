@@ -297,7 +297,9 @@ static int srv_request(struct tcp_ctx *tc, struct tcp_srv *s)
  * 64 requests (each costs 1/64 of the budget besides its bytes); then go
  * back to epoll_wait (level-triggered: it reports at once if more is
  * queued).  The budget keeps the thread fair across peers: neither a bulk
- * peer nor one streaming tiny requests holds it for long.  Until 2026-12-07
+ * peer nor one streaming tiny requests holds it for long.  It is checked
+ * between requests, so one WRITE's payload is taken whole (a gradient
+ * piece of several MiB holds the thread for its transfer).  Until 2026-12-07
  * a turn was one request, so a pull's small fenced READ, posted with its
  * parameter READ, waited behind every other peer's parameter READ: with W
  * workers pulling at once, each pull ended only after all W were sent
