@@ -422,6 +422,18 @@ static int recoverable(int rc)
 	return rc == RDMAPS_E_PEER_GONE || rc == RDMAPS_E_TIMEOUT || rc == RDMAPS_E_IO || rc == RDMAPS_E_PROTO;
 }
 
+/* A failure with ps p that no reconnect cures (an operation the transport
+ * refused to start: a full queue, bad arguments, no memory; a remote
+ * access error): said once, as the worker's last word, then exit 1.
+ * Until 2026-12-07 an operation refused at its post ended the worker
+ * without a word (a review). */
+static int give_up(int me, int p, int rc)
+{
+	fprintf(stderr, "Worker %d: stopping: an operation with ps %d failed: %s (not a lost connection: "
+		"not retried)\n", me, p, rdmaps_strerror(rc));
+	return rc;
+}
+
 /* Wait until shard p is initialized (bounded by secs).  The chief (init
  * 1 or 2) initializes a shard that is not: at start (1) with its seeded
  * parameters, after a reconnect (2: ps restarted without a checkpoint) with
@@ -872,7 +884,8 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	for (int p = 0; p < w.P; p++) {
 		/* the chief pushes INIT where needed; a ps lost meanwhile is
 		 * reconnected to (and initialized again by the chief) as in training */
-		if ((rc = wait_ready(&w, p, j->timeout_s, 1)) && (!recoverable(rc) || (rc = recover(&w, p, rc))))
+		if ((rc = wait_ready(&w, p, j->timeout_s, 1)) &&
+		    (!recoverable(rc) ? give_up(w.me, p, rc) : (rc = recover(&w, p, rc))))
 			goto out_conn;
 	}
 	printf("Worker %d: Session initialization complete.\n", w.me);
@@ -970,7 +983,7 @@ lost:
 		/* the connection to ps p failed: reconnect, then start the step over */
 		if (prog_tty)
 			rdmaps_progress_clear(&prog); /* the report goes on its own line */
-		if (!recoverable(rc) || (rc = recover(&w, p, rc)))
+		if (!recoverable(rc) ? give_up(w.me, p, rc) : (rc = recover(&w, p, rc)))
 			goto out_conn;
 	}
 	double t_end = rdmaps_now();

@@ -242,6 +242,19 @@ small_ops)
 	cmp -s "$d0" "$d1" || { rm -f "$d0" "$d1"; fail "the parameters differ between whole and split pieces"; }
 	rm -f "$d0" "$d1"
 	echo "  $st sync steps, 2 ps: identical parameters with pieces split into ops of 1001 floats"
+	if [ "$tr" = tcp ]; then
+		# An operation the transport refuses to start (not a lost
+		# connection) ends the worker with a line naming it: ops of 100
+		# floats make 796 per phase on 1 ps, more than a TCP connection
+		# takes at once (255).  Until 2026-12-07 the worker exited 1
+		# without a word (a review).
+		RDMAPS_MAX_OP_BYTES=400 timeout 120 "$bin" launch --ps=1 --workers=2 --sync_replicas \
+			--transport=tcp --data_dir="$data" --train_steps=5 --timeout=20 >"$out" 2>&1 \
+			&& fail "a job whose operations the transport refuses exited 0"
+		grep -q "Worker 0: stopping: an operation with ps 0 failed: " "$out" \
+			|| fail "the chief did not say why it stopped"
+		echo "  $(grep -m1 'Worker 0: stopping' "$out")"
+	fi
 	;;
 ps_spin)
 	# --ps_spin_us changes when the ps's progress thread looks for READs,
