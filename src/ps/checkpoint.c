@@ -234,6 +234,20 @@ static void prune_tmp(const char *dir, uint32_t shard)
 	closedir(d);
 }
 
+/* 1 when the file at path starts with a checkpoint header whose layout
+ * hash is h (magic, version and header crc checked), else 0. */
+static int same_layout(const char *path, uint64_t h)
+{
+	uint8_t b[CK_HDR_LEN];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	ssize_t got = read(fd, b, sizeof(b));
+	close(fd);
+	return got == (ssize_t)sizeof(b) && !memcmp(b, CK_MAGIC, 4) && get32(b + 4) == CK_VERSION &&
+	       get32(b + 84) == crc(b, 84) && get64(b + 16) == h;
+}
+
 static int fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -319,10 +333,11 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 	if (rc != RDMAPS_OK)
 		return rc;
 
-	/* Prune: keep the newest `keep` of this shard up to this step.  Files
-	 * of higher steps (another run's, skipped by the restore that preceded
-	 * this save) are neither counted nor deleted: counting them would delete
-	 * this very save. */
+	/* Prune: keep the newest `keep` of this shard and layout up to this
+	 * step.  Files of higher steps are neither counted nor deleted
+	 * (counting them would delete this very save), nor are files of
+	 * another layout or that cannot be read: another job's, or damaged
+	 * ones, which are not ours to delete. */
 	struct ent *e;
 	size_t n;
 	int lr = list_shard(dir, meta->shard, &e, &n);
@@ -330,9 +345,10 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 		size_t kept = 0;
 		for (size_t i = 0; i < n; i++) {
 			char old[4096];
-			if (e[i].step > meta->global_step || kept++ < (size_t)keep)
-				continue;
 			snprintf(old, sizeof(old), "%s/%s", dir, e[i].name);
+			if (e[i].step > meta->global_step || !same_layout(old, meta->layout_hash) ||
+			    kept++ < (size_t)keep)
+				continue;
 			if (unlink(old) != 0)
 				RDMAPS_WARN("checkpoint: prune %s: %s", old, strerror(errno));
 		}
@@ -408,7 +424,10 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 	}
 	if (rc != RDMAPS_OK)
 		return rc;
-	rc = RDMAPS_CKPT_NONE;
+	/* files there and none valid: UNUSABLE (none there: NONE) */
+	rc = n ? RDMAPS_CKPT_UNUSABLE : RDMAPS_CKPT_NONE;
+	if (n && path_out && path_len)
+		snprintf(path_out, path_len, "%s/%s", dir, e[0].name);
 	for (size_t i = 0; i < n; i++) {
 		char path[4096];
 		snprintf(path, sizeof(path), "%s/%s", dir, e[i].name);
@@ -435,14 +454,25 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 			why = "shard in header does not match", r = RDMAPS_E_CORRUPT;
 		else if (md.global_step != e[i].step)
 			why = "step in header does not match file name", r = RDMAPS_E_CORRUPT;
-		else if (md.layout_hash != layout_hash)
-			why = "layout hash mismatch (model changed?)", r = RDMAPS_E_CORRUPT;
-		else if (md.nfloats != nfloats)
-			why = "nfloats mismatch", r = RDMAPS_E_CORRUPT;
 		if (r != RDMAPS_OK) {
 			RDMAPS_WARN("checkpoint: skipping %s: %s", path, why);
 			free(buf);
 			continue;
+		}
+		if (md.layout_hash != layout_hash || md.nfloats != nfloats) {
+			/* valid, and another job configuration's: the newest
+			 * readable checkpoint is not ours, so nothing older is
+			 * resumed either (and this run would overwrite or prune
+			 * it): the caller refuses to start */
+			RDMAPS_ERR("checkpoint: %s is of another job configuration (layout hash %016llx, %llu floats; "
+				   "this job: %016llx, %llu)", path, (unsigned long long)md.layout_hash,
+				   (unsigned long long)md.nfloats, (unsigned long long)layout_hash,
+				   (unsigned long long)nfloats);
+			if (path_out && path_len)
+				snprintf(path_out, path_len, "%s", path);
+			free(buf);
+			rc = RDMAPS_CKPT_FOREIGN;
+			break;
 		}
 		size_t sb = (size_t)nfloats * 4;
 		memcpy(params, pp, sb);

@@ -16,27 +16,38 @@ struct rdmaps_ckpt_meta {
 	uint64_t nfloats;
 };
 
-/* rdmaps_ckpt_restore found no valid checkpoint: start clean (not an error). */
+/* rdmaps_ckpt_restore found no checkpoint of the shard: start clean (not
+ * an error). */
 #define RDMAPS_CKPT_NONE 1
+/* ... the newest readable checkpoint of the shard is another job
+ * configuration's (layout hash or float count differ): not ours to resume,
+ * nor to overwrite or prune. */
+#define RDMAPS_CKPT_FOREIGN 2
+/* ... checkpoints of the shard are there, and none of them is valid. */
+#define RDMAPS_CKPT_UNUSABLE 3
 
 /* Write params, m, v (each meta->nfloats; m and v may be NULL, stored absent)
  * to DIR/shard-<s>-step-<gstep>.ckpt atomically, then keep the newest `keep`
- * (>= 1) checkpoints of this shard with a step <= gstep and delete older
- * ones (files of higher steps are left alone).
+ * (>= 1) checkpoints of this shard and layout with a step <= gstep and
+ * delete older ones (files of higher steps, and files of another layout
+ * hash or that cannot be read, are left alone and not counted).
  * Returns RDMAPS_OK, RDMAPS_E_INVAL (bad argument), RDMAPS_E_NOMEM or
  * RDMAPS_E_IO (logged with the path and errno). */
 int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 		     const float *params, const float *m, const float *v, int keep);
 
-/* Restore the newest valid checkpoint of `shard` in DIR whose layout_hash and
- * nfloats match.  Corrupt or mismatched files are logged (RDMAPS_WARN, name
- * and reason) and skipped; *.tmp files are ignored.  Buffers are
+/* Restore the newest valid checkpoint of `shard` in DIR.  Corrupt files
+ * are logged (RDMAPS_WARN, name and reason) and skipped, down to an older
+ * one; *.tmp files are ignored.  The newest file that is valid but of
+ * another layout_hash or nfloats stops the search: RDMAPS_CKPT_FOREIGN.  Buffers are
  * caller-allocated with nfloats floats; m / v may be NULL (not copied).  If
  * the file has no m (v) section and m (v) is non-NULL, it is zero-filled.
- * path_out (may be NULL) receives the file used.
- * Returns RDMAPS_OK (outputs filled), RDMAPS_CKPT_NONE (no valid checkpoint
- * or DIR missing: clean start), RDMAPS_E_INVAL, RDMAPS_E_NOMEM, RDMAPS_E_IO
- * (DIR unreadable). */
+ * path_out (may be NULL) receives the file used, or for FOREIGN and
+ * UNUSABLE the newest file of the shard that decided it.
+ * Returns RDMAPS_OK (outputs filled), RDMAPS_CKPT_NONE (no checkpoint of the
+ * shard, or DIR missing: clean start), RDMAPS_CKPT_FOREIGN,
+ * RDMAPS_CKPT_UNUSABLE (files there, none valid), RDMAPS_E_INVAL,
+ * RDMAPS_E_NOMEM, RDMAPS_E_IO (DIR unreadable). */
 int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 			uint64_t nfloats, struct rdmaps_ckpt_meta *meta, float *params,
 			float *m, float *v, char *path_out, size_t path_len);

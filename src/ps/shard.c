@@ -421,10 +421,29 @@ static int restore_ckpt(struct shard *s)
 	int rc = rdmaps_ckpt_restore(j->logdir, (uint32_t)j->task_index, s->L->hash, s->n, &meta, s->acc, s->m,
 				     s->v, path, sizeof(path));
 	if (rc == RDMAPS_CKPT_NONE) {
-		printf("ps %d: no valid checkpoint of shard %d in %s: starting clean\n", j->task_index,
+		printf("ps %d: no checkpoint of shard %d in %s: starting clean\n", j->task_index,
 		       j->task_index, j->logdir);
 		fflush(stdout);
 		return 0;
+	}
+	/* Checkpoints that are not this job's to resume are not this job's to
+	 * overwrite or prune either: starting clean over them lost them (a
+	 * review: a restart with another --workers replaced the old job's
+	 * newest checkpoint and pruned the rest, and both runs exited 0). */
+	if (rc == RDMAPS_CKPT_FOREIGN) {
+		fprintf(stderr, "ps %d: --logdir=%s: its newest checkpoint of shard %d, %s, is of another job "
+			"configuration (--model, --hidden_units, the number of ps or workers, --sync_replicas or "
+			"--replicas_to_aggregate differ): not resumed, and left untouched. Start this job with "
+			"the flags that wrote it, or give it another --logdir (or move those files away to start "
+			"clean)\n", j->task_index, j->logdir, j->task_index, path);
+		return 1;
+	}
+	if (rc == RDMAPS_CKPT_UNUSABLE) {
+		fprintf(stderr, "ps %d: --logdir=%s: no checkpoint of shard %d there is valid (the newest: %s; "
+			"the reasons are above): not starting clean over them, they are left untouched. Give "
+			"this job another --logdir, or move those files away to start clean\n", j->task_index,
+			j->logdir, j->task_index, path);
+		return 1;
 	}
 	if (rc) {
 		fprintf(stderr, "ps %d: cannot restore from --logdir=%s: %s\n", j->task_index, j->logdir,

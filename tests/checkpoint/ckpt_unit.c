@@ -222,20 +222,64 @@ static void t_truncated(void **state)
 	}
 }
 
+/* save a checkpoint of another job configuration (layout hash 0x999) */
+static void save_foreign(uint64_t step, int keep)
+{
+	float p[NF];
+	struct rdmaps_ckpt_meta md = mk(step);
+	md.layout_hash = 0x999;
+	fill(p, (float)step);
+	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, p, p, keep), RDMAPS_OK);
+}
+
+/* The newest valid checkpoint of another configuration stops the restore
+ * (FOREIGN, named): not resumed, and nothing older of ours either, since
+ * this run would overwrite and prune it.  Until 2026-12-07 it was skipped
+ * and the older one of ours restored (a review). */
 static void t_layout_hash(void **state)
 {
 	(void)state;
 	save_step(10, 5);
+	save_foreign(20, 5);
 	float p[NF];
-	struct rdmaps_ckpt_meta md = mk(20);
-	md.layout_hash = 0x999;
-	fill(p, 20);
-	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, p, p, 5), RDMAPS_OK);
-	expect_restored(10, p);
-	/* wrong nfloats is skipped too */
 	struct rdmaps_ckpt_meta out;
+	char path[600];
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF, &out, p, NULL, NULL, path, sizeof(path)),
+			 RDMAPS_CKPT_FOREIGN);
+	assert_string_equal(path, ckpt_path(20));
+	/* the other way round: ours is newest, restored; the older foreign one is left */
+	save_step(30, 5);
+	expect_restored(30, p);
+	/* more floats asked for: the file parses, its count differs: FOREIGN */
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF + 1, &out, p, NULL, NULL, NULL, 0),
+			 RDMAPS_CKPT_FOREIGN);
+	/* fewer: every file is too large to be one, none valid: UNUSABLE */
 	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF - 1, &out, p, NULL, NULL, NULL, 0),
-			 RDMAPS_CKPT_NONE);
+			 RDMAPS_CKPT_UNUSABLE);
+}
+
+/* Pruning counts and deletes only this layout's files: another job's, at
+ * lower steps, stay (until 2026-12-07 they took keep slots and were
+ * deleted: a review). */
+static void t_prune_foreign(void **state)
+{
+	(void)state;
+	for (uint64_t s = 1; s <= 3; s++)
+		save_foreign(s, 5);
+	for (uint64_t s = 1; s <= 4; s++)
+		save_step(100 * s, 2);
+	for (uint64_t s = 1; s <= 3; s++)
+		assert_int_equal(access(ckpt_path(s), F_OK), 0);
+	assert_int_equal(access(ckpt_path(400), F_OK), 0);
+	assert_int_equal(access(ckpt_path(300), F_OK), 0);
+	assert_int_not_equal(access(ckpt_path(200), F_OK), 0);
+	assert_int_equal(count_files(), 5);
+	/* a damaged file is not ours to delete either */
+	flip(ckpt_path(300), 0);
+	save_step(500, 2);
+	save_step(600, 2);
+	assert_int_equal(access(ckpt_path(300), F_OK), 0);
+	assert_int_not_equal(access(ckpt_path(400), F_OK), 0);
 }
 
 static void t_none_valid(void **state)
@@ -246,7 +290,7 @@ static void t_none_valid(void **state)
 	assert_int_equal(restore(&s, p), RDMAPS_CKPT_NONE);          /* empty dir */
 	save_step(5, 5);
 	flip(ckpt_path(5), 0);
-	assert_int_equal(restore(&s, p), RDMAPS_CKPT_NONE);          /* only corrupt */
+	assert_int_equal(restore(&s, p), RDMAPS_CKPT_UNUSABLE);      /* only corrupt: not NONE */
 	struct rdmaps_ckpt_meta md;
 	assert_int_equal(rdmaps_ckpt_restore("/nonexistent/ckpt", 1, 1, NF, &md, p, NULL, NULL, NULL, 0),
 			 RDMAPS_CKPT_NONE);                           /* missing dir */
@@ -349,9 +393,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(t_unwritable, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_parse_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_huge_and_fifo, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_prune_foreign, setup, teardown),
 	};
 	const char *names[] = { "roundtrip", "no_slots", "prune", "prune_higher", "corrupt_any_byte", "truncated",
-				"layout_hash", "none_valid", "tmp_ignored", "unwritable", "parse_garbage", "huge_and_fifo" };
+				"layout_hash", "none_valid", "tmp_ignored", "unwritable", "parse_garbage", "huge_and_fifo",
+				"prune_foreign" };
 	rdmaps_log_set_level(RDMAPS_LOG_WARN);
 	if (argc > 1) {
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

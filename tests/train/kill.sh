@@ -32,8 +32,10 @@
 #                  ps 0's newest files removed, then all of them: the chief
 #                  names both steps, once
 #   ckpt_restore   --logdir through `rdmaps launch`: clean start said, restore,
-#                  a corrupt newest file named and the previous one used, a
-#                  mismatched model named and a clean start, a bad logdir an error
+#                  a corrupt newest file named and the previous one used;
+#                  another --workers and another model over the checkpoints:
+#                  refused (exit 1, named), the files untouched; a bad logdir
+#                  an error
 #   ps_pause       sync, R=W=2, --barrier_timeout=1: the ps stopped (SIGSTOP)
 #                  for 3 s, then continued: the workers name the barrier
 #                  timeout and the job completes (it failed: the header READ
@@ -418,7 +420,7 @@ ps_restart)
 ckpt_restore)
 	# checkpoint wiring end to end, through `rdmaps launch` (no kill)
 	run r1 100
-	grep -q "ps 0: no valid checkpoint of shard 0 in $ck: starting clean" "$dir/r1.log" || fail "r1: clean start not said"
+	grep -q "ps 0: no checkpoint of shard 0 in $ck: starting clean" "$dir/r1.log" || fail "r1: clean start not said"
 	grep -q "ps 0: saved checkpoint $ck/shard-0-step-100.ckpt" "$dir/r1.log" || fail "r1: no final checkpoint"
 	run r2 150
 	grep -q "ps 0: restored checkpoint $ck/shard-0-step-100.ckpt (global step 100)" "$dir/r2.log" || fail "r2: not restored"
@@ -430,18 +432,34 @@ ckpt_restore)
 	grep -q "ps 0: restored checkpoint $ck/shard-0-step-100.ckpt (global step 100)" "$dir/r3.log" \
 		|| fail "r3: the previous valid checkpoint was not used"
 	grep -q "global step 150, 50 updates" "$dir/r3.log" || fail "r3: expected 50 updates to 150"
-	# another model: every file mismatches -> named, then a clean start
-	run r4 20 --hidden_units=50
-	# (a smaller model: the old file is too large for it, refused before it is read)
-	grep -q "skipping $ck/shard-0-step-150.ckpt: .*\(mismatch\|another model or layout\)" "$dir/r4.log" \
-		|| fail "r4: mismatch not named"
-	grep -q "starting clean" "$dir/r4.log" || fail "r4: clean start not said"
+	# Checkpoints of another job configuration are neither resumed nor
+	# started clean over (its saves overwrote and pruned them, and both
+	# runs exited 0: a review): the launch fails, naming the file, and
+	# every file stays as it was.
+	sums_=$(cd "$ck" && md5sum shard-* | sort)
+	# another worker count: the newest file is valid and not this job's
+	timeout 300 "$bin" launch --ps=1 --workers=1 --sync_replicas --transport=tcp --data_dir="$data" \
+		--log_every=50 --timeout=60 --logdir="$ck" --train_steps=20 >"$dir/r4.log" 2>&1 \
+		&& fail "r4: a launch with another --workers over the checkpoints exited 0"
+	grep -q "ps 0: --logdir=$ck: its newest checkpoint of shard 0, $ck/shard-0-step-150.ckpt, is of another job configuration" \
+		"$dir/r4.log" || fail "r4: the other configuration's checkpoint not named"
+	# another model (smaller: the old files are too large for it, every one
+	# refused before it is read): none is valid
+	timeout 300 "$bin" launch --ps=1 --workers=2 --sync_replicas --transport=tcp --data_dir="$data" \
+		--log_every=50 --timeout=60 --logdir="$ck" --train_steps=20 --hidden_units=50 >"$dir/r4b.log" 2>&1 \
+		&& fail "r4b: a launch of another model over the checkpoints exited 0"
+	grep -q "skipping $ck/shard-0-step-150.ckpt: .*another model or layout" "$dir/r4b.log" \
+		|| fail "r4b: the mismatch not named"
+	grep -q "ps 0: --logdir=$ck: no checkpoint of shard 0 there is valid" "$dir/r4b.log" \
+		|| fail "r4b: the refusal not said"
+	[ "$(cd "$ck" && md5sum shard-* | sort)" = "$sums_" ] || fail "the checkpoints changed under runs that refused them"
+	grep -h "another job configuration\|there is valid" "$dir"/r4*.log | sed 's/^/  /' 
 	# a logdir that is a file: a clear error, non-zero exit
 	: >"$dir/afile"
 	"$bin" --job_name=ps --task_index=0 --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="127.0.0.1:${ports[1]}" \
 		--transport=tcp --logdir="$dir/afile" --timeout=5 >"$dir/r5.log" 2>&1 && fail "ps with --logdir=a file exited 0"
 	grep -q "logdir" "$dir/r5.log" || fail "no message for --logdir=a file"
-	grep -h "starting clean\|restored\|skipping" "$dir"/r*.log | sed 's/^/  /'
+	grep -h "starting clean\|restored\|skipping" "$dir"/r[1-3].log | sed 's/^/  /'
 	;;
 *) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ps_skew|start_skew|finished_early|ckpt_restore"; exit 2 ;;
 esac
