@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -258,6 +259,42 @@ static int fsync_dir(const char *dir)
 		return RDMAPS_E_IO;
 	}
 	close(fd);
+	return RDMAPS_OK;
+}
+
+int rdmaps_ckpt_lock(const char *dir, uint32_t shard, int *fd, long *holder)
+{
+	char path[4096], txt[32];
+	*fd = -1;
+	*holder = 0;
+	if (snprintf(path, sizeof(path), "%s/shard-%" PRIu32 ".lock", dir, shard) >= (int)sizeof(path)) {
+		RDMAPS_ERR("checkpoint: lock: directory path too long");
+		return RDMAPS_E_INVAL;
+	}
+	int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (f < 0) {
+		RDMAPS_ERR("checkpoint: open %s: %s", path, strerror(errno));
+		return RDMAPS_E_IO;
+	}
+	if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		if (e == EWOULDBLOCK) {
+			ssize_t n = pread(f, txt, sizeof(txt) - 1, 0);
+			if (n > 0) {
+				txt[n] = '\0';
+				*holder = strtol(txt, NULL, 10);
+			}
+			close(f);
+			return RDMAPS_E_IN_USE;
+		}
+		RDMAPS_ERR("checkpoint: flock %s: %s", path, strerror(e));
+		close(f);
+		return RDMAPS_E_IO;
+	}
+	int n = snprintf(txt, sizeof(txt), "%ld\n", (long)getpid());
+	if (ftruncate(f, 0) != 0 || pwrite(f, txt, (size_t)n, 0) != n)
+		RDMAPS_WARN("checkpoint: writing the pid into %s: %s", path, strerror(errno)); /* still locked */
+	*fd = f;
 	return RDMAPS_OK;
 }
 

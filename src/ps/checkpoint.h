@@ -26,6 +26,15 @@ struct rdmaps_ckpt_meta {
 /* ... checkpoints of the shard are there, and none of them is valid. */
 #define RDMAPS_CKPT_UNUSABLE 3
 
+/* Take shard's lock in DIR (DIR/shard-<s>.lock, flock, exclusive, no wait)
+ * and write this pid into it: one running ps per shard and logdir, so that
+ * two jobs given the same --logdir do not write, replace and prune each
+ * other's checkpoints.  The lock is held while *fd stays open (the process's
+ * life: released by the kernel at exit, however it ends).  Returns
+ * RDMAPS_OK, RDMAPS_E_IN_USE (another process holds it; *holder = its pid as
+ * written, or 0) or RDMAPS_E_IO (logged). */
+int rdmaps_ckpt_lock(const char *dir, uint32_t shard, int *fd, long *holder);
+
 /* Write params, m, v (each meta->nfloats; m and v may be NULL, stored absent)
  * to DIR/shard-<s>-step-<gstep>.ckpt atomically, then keep the newest `keep`
  * (>= 1) checkpoints of this shard and layout with a step <= gstep and

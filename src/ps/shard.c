@@ -417,8 +417,25 @@ static int restore_ckpt(struct shard *s)
 			strerror(errno));
 		return 1;
 	}
+	/* one running ps per shard and logdir (two jobs given the same
+	 * --logdir wrote, replaced and pruned each other's files: a review);
+	 * held until this process ends */
+	int lock_fd;
+	long holder;
+	int rc = rdmaps_ckpt_lock(j->logdir, (uint32_t)j->task_index, &lock_fd, &holder);
+	if (rc == RDMAPS_E_IN_USE) {
+		fprintf(stderr, "ps %d: --logdir=%s: shard %d's checkpoints there are in use by another running ps "
+			"(pid %ld): two jobs must not share a --logdir; give this one another\n", j->task_index,
+			j->logdir, j->task_index, holder);
+		return 1;
+	}
+	if (rc) {
+		fprintf(stderr, "ps %d: --logdir=%s: cannot lock shard %d's checkpoints: %s\n", j->task_index,
+			j->logdir, j->task_index, rdmaps_strerror(rc));
+		return 1;
+	}
 	/* into the accumulator (scratch): the target buffer depends on the step */
-	int rc = rdmaps_ckpt_restore(j->logdir, (uint32_t)j->task_index, s->L->hash, s->n, &meta, s->acc, s->m,
+	rc = rdmaps_ckpt_restore(j->logdir, (uint32_t)j->task_index, s->L->hash, s->n, &meta, s->acc, s->m,
 				     s->v, path, sizeof(path));
 	if (rc == RDMAPS_CKPT_NONE) {
 		printf("ps %d: no checkpoint of shard %d in %s: starting clean\n", j->task_index,

@@ -378,6 +378,30 @@ static void t_parse_garbage(void **state)
 	assert_int_equal(rdmaps_ckpt_parse(NULL, 0, &md, NULL, NULL, NULL), RDMAPS_E_CORRUPT);
 }
 
+/* One holder per shard and logdir: a second lock is IN_USE and names the
+ * holder's pid; another shard's is free; closing the fd releases it. */
+static void t_lock(void **state)
+{
+	(void)state;
+	int fd, fd2;
+	long holder = -1;
+	assert_int_equal(rdmaps_ckpt_lock(tdir, 1, &fd, &holder), RDMAPS_OK);
+	assert_true(fd >= 0);
+	assert_int_equal(rdmaps_ckpt_lock(tdir, 1, &fd2, &holder), RDMAPS_E_IN_USE);
+	assert_int_equal(fd2, -1);
+	assert_int_equal(holder, (long)getpid());
+	assert_int_equal(rdmaps_ckpt_lock(tdir, 0, &fd2, &holder), RDMAPS_OK);
+	close(fd2);
+	close(fd);
+	assert_int_equal(rdmaps_ckpt_lock(tdir, 1, &fd, &holder), RDMAPS_OK);
+	close(fd);
+	/* the lock file is no checkpoint: a restore finds none */
+	float p[NF];
+	uint64_t st;
+	assert_int_equal(restore(&st, p), RDMAPS_CKPT_NONE);
+	assert_int_equal(rdmaps_ckpt_lock("/nonexistent/ckpt", 1, &fd, &holder), RDMAPS_E_IO);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -394,10 +418,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(t_parse_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_huge_and_fifo, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_prune_foreign, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_lock, setup, teardown),
 	};
 	const char *names[] = { "roundtrip", "no_slots", "prune", "prune_higher", "corrupt_any_byte", "truncated",
 				"layout_hash", "none_valid", "tmp_ignored", "unwritable", "parse_garbage", "huge_and_fifo",
-				"prune_foreign" };
+				"prune_foreign", "lock" };
 	rdmaps_log_set_level(RDMAPS_LOG_WARN);
 	if (argc > 1) {
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

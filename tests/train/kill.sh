@@ -34,8 +34,8 @@
 #   ckpt_restore   --logdir through `rdmaps launch`: clean start said, restore,
 #                  a corrupt newest file named and the previous one used;
 #                  another --workers and another model over the checkpoints:
-#                  refused (exit 1, named), the files untouched; a bad logdir
-#                  an error
+#                  refused (exit 1, named), the files untouched; a second ps
+#                  on the same logdir refused; a bad logdir an error
 #   ps_pause       sync, R=W=2, --barrier_timeout=1: the ps stopped (SIGSTOP)
 #                  for 3 s, then continued: the workers name the barrier
 #                  timeout and the job completes (it failed: the header READ
@@ -436,7 +436,7 @@ ckpt_restore)
 	# started clean over (its saves overwrote and pruned them, and both
 	# runs exited 0: a review): the launch fails, naming the file, and
 	# every file stays as it was.
-	sums_=$(cd "$ck" && md5sum shard-* | sort)
+	sums_=$(cd "$ck" && md5sum shard-*.ckpt | sort)
 	# another worker count: the newest file is valid and not this job's
 	timeout 300 "$bin" launch --ps=1 --workers=1 --sync_replicas --transport=tcp --data_dir="$data" \
 		--log_every=50 --timeout=60 --logdir="$ck" --train_steps=20 >"$dir/r4.log" 2>&1 \
@@ -452,8 +452,26 @@ ckpt_restore)
 		|| fail "r4b: the mismatch not named"
 	grep -q "ps 0: --logdir=$ck: no checkpoint of shard 0 there is valid" "$dir/r4b.log" \
 		|| fail "r4b: the refusal not said"
-	[ "$(cd "$ck" && md5sum shard-* | sort)" = "$sums_" ] || fail "the checkpoints changed under runs that refused them"
+	[ "$(cd "$ck" && md5sum shard-*.ckpt | sort)" = "$sums_" ] || fail "the checkpoints changed under runs that refused them"
 	grep -h "another job configuration\|there is valid" "$dir"/r4*.log | sed 's/^/  /' 
+	# two jobs on one logdir: the second ps refuses (exit 1), naming the
+	# first one's pid, while the first runs (it waits for its workers)
+	wk_="127.0.0.1:${ports[1]},127.0.0.1:${ports[3]}" # the 2 workers the checkpoints were written with
+	"$bin" --job_name=ps --task_index=0 --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="$wk_" \
+		--sync_replicas --transport=tcp --logdir="$ck" --timeout=30 >"$dir/r6a.log" 2>&1 &
+	pid[r6a]=$!
+	end_=$((SECONDS + 20))
+	until grep -q "listening on" "$dir/r6a.log"; do
+		[ $SECONDS -ge $end_ ] && fail "r6a: the first ps did not start"
+		sleep 0.1
+	done
+	"$bin" --job_name=ps --task_index=0 --ps_hosts="127.0.0.1:${ports[2]}" --worker_hosts="$wk_" \
+		--sync_replicas --transport=tcp --logdir="$ck" --timeout=5 >"$dir/r6b.log" 2>&1 \
+		&& fail "r6b: a second ps on the same --logdir exited 0"
+	grep -q "ps 0: --logdir=$ck: shard 0's checkpoints there are in use by another running ps (pid ${pid[r6a]})" \
+		"$dir/r6b.log" || fail "r6b: the refusal does not name the running ps"
+	kill9 r6a
+	echo "  $(grep -m1 'in use by another running ps' "$dir/r6b.log")"
 	# a logdir that is a file: a clear error, non-zero exit
 	: >"$dir/afile"
 	"$bin" --job_name=ps --task_index=0 --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="127.0.0.1:${ports[1]}" \
