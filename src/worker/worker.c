@@ -544,19 +544,36 @@ static int recover(struct worker *w, int p, int rc)
 		j->recovery_timeout_s);
 	rt_conn_delete(&sh->c);
 	double t0 = rdmaps_now();
-	/* my own previous connection may still look alive to the ps for a
-	 * moment (RDMAPS_E_IN_USE): retried like a ps that is not back yet */
-	if ((rc = connect_one(w, p, j->recovery_timeout_s, 1)) ||
-	    (rc = wait_ready(w, p, j->recovery_timeout_s, 2))) {
-		fprintf(stderr, "Worker %d: ps %d did not come back within %d s (--recovery_timeout): %s\n", w->me, p,
-			j->recovery_timeout_s, rdmaps_strerror(rc));
-		return rc;
-	}
 	uint64_t now_v = 0;
-	if (!rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, offsetof(struct rdmaps_params_hdr, current_version), 8, 3,
-		     RT_F_SIGNALED) &&
-	    !wait_comp(sh, 1, w->tmo_ms, "version read", p))
-		now_v = *sh->scratch;
+	for (;;) {
+		/* my own previous connection may still look alive to the ps for a
+		 * moment (RDMAPS_E_IN_USE): retried like a ps that is not back yet */
+		if ((rc = connect_one(w, p, j->recovery_timeout_s, 1)) ||
+		    (rc = wait_ready(w, p, j->recovery_timeout_s, 2))) {
+			fprintf(stderr, "Worker %d: ps %d did not come back within %d s (--recovery_timeout): %s\n",
+				w->me, p, j->recovery_timeout_s, rdmaps_strerror(rc));
+			return rc;
+		}
+		/* its global step; a failure here is a failed reconnect (it was
+		 * ignored: the step read as 0, and a READ left in flight on a
+		 * live connection would have been counted by a later wait) */
+		rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, offsetof(struct rdmaps_params_hdr, current_version), 8,
+			     3, RT_F_SIGNALED);
+		if (!rc)
+			rc = wait_comp(sh, 1, w->tmo_ms, "version read", p);
+		if (!rc) {
+			now_v = *sh->scratch;
+			break;
+		}
+		rt_conn_delete(&sh->c);
+		if (!recoverable(rc) || rdmaps_now() - t0 > j->recovery_timeout_s) {
+			fprintf(stderr, "Worker %d: ps %d: reading its global step after the reconnect failed: %s\n",
+				w->me, p, rdmaps_strerror(rc));
+			return rc;
+		}
+		fprintf(stderr, "Worker %d: ps %d: reading its global step after the reconnect failed: %s; "
+			"reconnecting again\n", w->me, p, rdmaps_strerror(rc));
+	}
 	printf("Worker %d: reconnected to ps %d after %.1f s: its global step is %llu (I held %lld)\n", w->me, p,
 	       rdmaps_now() - t0, (unsigned long long)now_v, was == UINT64_MAX ? -1LL : (long long)was);
 	fflush(stdout);
