@@ -148,13 +148,39 @@ static int write_all(int fd, const void *p, size_t n, const char *path)
 	return RDMAPS_OK;
 }
 
-/* Parse "shard-<s>-step-<g>.ckpt" exactly; 1 on match. */
+/* A decimal number as the writer prints it (digits only, no sign, space or
+ * leading zero, at most max) at *p; advances *p.  1 on success. */
+static int take_num(const char **p, uint64_t max, uint64_t *out)
+{
+	const char *c = *p;
+	uint64_t v = 0;
+	if (*c < '0' || *c > '9' || (c[0] == '0' && c[1] >= '0' && c[1] <= '9'))
+		return 0;
+	for (; *c >= '0' && *c <= '9'; c++) {
+		unsigned d = (unsigned)(*c - '0');
+		if (v > (max - d) / 10)
+			return 0;
+		v = v * 10 + d;
+	}
+	*p = c;
+	*out = v;
+	return 1;
+}
+
+/* Parse "shard-<s>-step-<g>.ckpt" exactly (the form the writer prints:
+ * sscanf's %llu took a sign, spaces and leading zeros: a review); 1 on
+ * match. */
 static int parse_name(const char *name, uint32_t *s, uint64_t *g)
 {
-	unsigned long long ss, gg;
-	int n = 0;
-	if (sscanf(name, "shard-%llu-step-%llu.ckpt%n", &ss, &gg, &n) != 2 || name[n] != '\0' ||
-	    name[6] < '0' || name[6] > '9' || ss > UINT32_MAX)
+	uint64_t ss, gg;
+	const char *c = name;
+	if (strncmp(c, "shard-", 6))
+		return 0;
+	c += 6;
+	if (!take_num(&c, UINT32_MAX, &ss) || strncmp(c, "-step-", 6))
+		return 0;
+	c += 6;
+	if (!take_num(&c, UINT64_MAX, &gg) || strcmp(c, ".ckpt"))
 		return 0;
 	*s = (uint32_t)ss;
 	*g = gg;
