@@ -261,9 +261,10 @@ static void prune_tmp(const char *dir, uint32_t shard)
 	closedir(d);
 }
 
-/* 1 when the file at path starts with a checkpoint header whose layout
- * hash is h (magic, version and header crc checked), else 0. */
-static int same_layout(const char *path, uint64_t h)
+/* The header of the checkpoint file at path, when it has a valid one
+ * (magic, version, header crc): 1 and *shard, *step, *hash, *nfloats
+ * filled; else 0.  Reads 88 bytes only, whatever the file's size. */
+static int read_header(const char *path, uint32_t *shard, uint64_t *step, uint64_t *hash, uint64_t *nfloats)
 {
 	uint8_t b[CK_HDR_LEN];
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -271,8 +272,23 @@ static int same_layout(const char *path, uint64_t h)
 		return 0;
 	ssize_t got = read(fd, b, sizeof(b));
 	close(fd);
-	return got == (ssize_t)sizeof(b) && !memcmp(b, CK_MAGIC, 4) && get32(b + 4) == CK_VERSION &&
-	       get32(b + 84) == crc(b, 84) && get64(b + 16) == h;
+	if (got != (ssize_t)sizeof(b) || memcmp(b, CK_MAGIC, 4) || get32(b + 4) != CK_VERSION ||
+	    get32(b + 84) != crc(b, 84))
+		return 0;
+	*shard = get32(b + 8);
+	*hash = get64(b + 16);
+	*step = get64(b + 24);
+	*nfloats = get64(b + 48);
+	return 1;
+}
+
+/* 1 when the file at path has a valid checkpoint header whose layout hash
+ * is h, else 0. */
+static int same_layout(const char *path, uint64_t h)
+{
+	uint32_t s;
+	uint64_t g, hash, nf;
+	return read_header(path, &s, &g, &hash, &nf) && hash == h;
 }
 
 static int fsync_dir(const char *dir)
@@ -312,6 +328,14 @@ int rdmaps_ckpt_lock(const char *dir, uint32_t shard, int *fd, long *holder)
 			}
 			close(f);
 			return RDMAPS_E_IN_USE;
+		}
+		if (e == ENOLCK || e == EOPNOTSUPP) {
+			/* a filesystem without locks (NFS without its lock
+			 * daemon): the checkpoints still work, unguarded */
+			RDMAPS_WARN("checkpoint: cannot lock %s (%s): nothing keeps a second job off this "
+				    "--logdir", path, strerror(e));
+			close(f);
+			return RDMAPS_OK;
 		}
 		RDMAPS_ERR("checkpoint: flock %s: %s", path, strerror(e));
 		close(f);
@@ -497,6 +521,22 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 		uint8_t *buf;
 		size_t len;
 		const char *why = "";
+		/* a valid header of another configuration decides before the file
+		 * is read: one of a larger model is too large to be read as ours
+		 * and would be skipped as damaged, then replaced by a save of its
+		 * step (a review) */
+		uint32_t hs_;
+		uint64_t hg_, hh_, hn_;
+		if (read_header(path, &hs_, &hg_, &hh_, &hn_) && hs_ == shard && hg_ == e[i].step &&
+		    (hh_ != layout_hash || hn_ != nfloats)) {
+			RDMAPS_ERR("checkpoint: %s is of another job configuration (layout hash %016llx, %llu floats; "
+				   "this job: %016llx, %llu)", path, (unsigned long long)hh_, (unsigned long long)hn_,
+				   (unsigned long long)layout_hash, (unsigned long long)nfloats);
+			if (path_out && path_len)
+				snprintf(path_out, path_len, "%s", path);
+			rc = RDMAPS_CKPT_FOREIGN;
+			break;
+		}
 		/* header + params, m, v, each with its crc (docs/checkpoint.md) */
 		size_t max = CK_HDR_LEN + 3 * ((size_t)nfloats * 4 + 4);
 		int r = read_file(path, max, &buf, &len, &why);

@@ -734,7 +734,9 @@ static int all_finished(struct shard *s)
 	int ndone = 0;
 	for (int i = 0; i < s->W; i++) {
 		uint64_t d = done_of(s, i);
-		if (!d && !s->gone[i])
+		/* gone but reconnecting (its new connection's set-up, or one
+		 * waiting for the held one's liveness check): still waited for */
+		if (!d && (!s->gone[i] || s->hs[i] || s->dup[i]))
 			return 0;
 		ndone += d != 0;
 	}

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -429,6 +430,8 @@ static int recoverable(int rc)
  * without a word (a review). */
 static int give_up(int me, int p, int rc)
 {
+	if (rc == RDMAPS_E_STATE) /* its own --timeout, said where it happened */
+		return rc;
 	fprintf(stderr, "Worker %d: stopping: an operation with ps %d failed: %s (not a lost connection: "
 		"not retried)\n", me, p, rdmaps_strerror(rc));
 	return rc;
@@ -546,10 +549,13 @@ static int recover(struct worker *w, int p, int rc)
 	double t0 = rdmaps_now();
 	uint64_t now_v = 0;
 	for (;;) {
+		/* the time left of --recovery_timeout (all of it the first time) */
+		int left = j->recovery_timeout_s - (int)(rdmaps_now() - t0);
+		if (left < 1)
+			left = 1;
 		/* my own previous connection may still look alive to the ps for a
 		 * moment (RDMAPS_E_IN_USE): retried like a ps that is not back yet */
-		if ((rc = connect_one(w, p, j->recovery_timeout_s, 1)) ||
-		    (rc = wait_ready(w, p, j->recovery_timeout_s, 2))) {
+		if ((rc = connect_one(w, p, left, 1)) || (rc = wait_ready(w, p, left, 2))) {
 			fprintf(stderr, "Worker %d: ps %d did not come back within %d s (--recovery_timeout): %s\n",
 				w->me, p, j->recovery_timeout_s, rdmaps_strerror(rc));
 			return rc;
@@ -573,6 +579,8 @@ static int recover(struct worker *w, int p, int rc)
 		}
 		fprintf(stderr, "Worker %d: ps %d: reading its global step after the reconnect failed: %s; "
 			"reconnecting again\n", w->me, p, rdmaps_strerror(rc));
+		struct timespec ts = { 0, 200000000 };
+		nanosleep(&ts, NULL);
 	}
 	printf("Worker %d: reconnected to ps %d after %.1f s: its global step is %llu (I held %lld)\n", w->me, p,
 	       rdmaps_now() - t0, (unsigned long long)now_v, was == UINT64_MAX ? -1LL : (long long)was);
