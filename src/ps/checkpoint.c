@@ -492,6 +492,19 @@ static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, c
 	return RDMAPS_OK;
 }
 
+/* A valid checkpoint at path of another job configuration: logged with
+ * both hashes and counts, named in path_out; RDMAPS_CKPT_FOREIGN. */
+static int foreign(const char *path, uint64_t hash, uint64_t nf, uint64_t layout_hash, uint64_t nfloats,
+		   char *path_out, size_t path_len)
+{
+	RDMAPS_ERR("checkpoint: %s is of another job configuration (layout hash %016llx, %llu floats; "
+		   "this job: %016llx, %llu)", path, (unsigned long long)hash, (unsigned long long)nf,
+		   (unsigned long long)layout_hash, (unsigned long long)nfloats);
+	if (path_out && path_len)
+		snprintf(path_out, path_len, "%s", path);
+	return RDMAPS_CKPT_FOREIGN;
+}
+
 int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 			uint64_t nfloats, struct rdmaps_ckpt_meta *meta, float *params,
 			float *m, float *v, char *path_out, size_t path_len)
@@ -529,12 +542,7 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 		uint64_t hg_, hh_, hn_;
 		if (read_header(path, &hs_, &hg_, &hh_, &hn_) && hs_ == shard && hg_ == e[i].step &&
 		    (hh_ != layout_hash || hn_ != nfloats)) {
-			RDMAPS_ERR("checkpoint: %s is of another job configuration (layout hash %016llx, %llu floats; "
-				   "this job: %016llx, %llu)", path, (unsigned long long)hh_, (unsigned long long)hn_,
-				   (unsigned long long)layout_hash, (unsigned long long)nfloats);
-			if (path_out && path_len)
-				snprintf(path_out, path_len, "%s", path);
-			rc = RDMAPS_CKPT_FOREIGN;
+			rc = foreign(path, hh_, hn_, layout_hash, nfloats, path_out, path_len);
 			break;
 		}
 		/* header + params, m, v, each with its crc (docs/checkpoint.md) */
@@ -563,18 +571,11 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 			continue;
 		}
 		if (md.layout_hash != layout_hash || md.nfloats != nfloats) {
-			/* valid, and another job configuration's: the newest
-			 * readable checkpoint is not ours, so nothing older is
-			 * resumed either (and this run would overwrite or prune
-			 * it): the caller refuses to start */
-			RDMAPS_ERR("checkpoint: %s is of another job configuration (layout hash %016llx, %llu floats; "
-				   "this job: %016llx, %llu)", path, (unsigned long long)md.layout_hash,
-				   (unsigned long long)md.nfloats, (unsigned long long)layout_hash,
-				   (unsigned long long)nfloats);
-			if (path_out && path_len)
-				snprintf(path_out, path_len, "%s", path);
+			/* the header check above decides this before the read;
+			 * kept for a file replaced between the two reads: its
+			 * parameters must not be taken for ours */
 			free(buf);
-			rc = RDMAPS_CKPT_FOREIGN;
+			rc = foreign(path, md.layout_hash, md.nfloats, layout_hash, nfloats, path_out, path_len);
 			break;
 		}
 		size_t sb = (size_t)nfloats * 4;

@@ -487,12 +487,19 @@ static int restore_ckpt(struct shard *s)
 
 /* ---- connections ----------------------------------------------------- */
 
-static void drop_conn(struct shard *s, int i, const char *why)
+/* Worker i's connection closed and forgotten: the worker is gone (a rejoin
+ * clears it), nothing is probed or owed on it any more. */
+static void forget_conn(struct shard *s, int i)
 {
 	rt_conn_delete(&s->conns[i]);
 	s->gone[i] = 1;
 	s->probe_sent[i] = 0;
 	s->owed_since[i] = 0;
+}
+
+static void drop_conn(struct shard *s, int i, const char *why)
+{
+	forget_conn(s, i);
 	if (done_of(s, i))
 		printf("ps %d: worker %d finished and disconnected\n", s->j->task_index, i);
 	else
@@ -672,12 +679,9 @@ static int poll_dup(struct shard *s, int i)
 		printf("ps %d: worker %d connected again; its previous connection is dead (%s): replacing it\n",
 		       j->task_index, i, err ? rdmaps_strerror(err) : "no answer to a liveness WRITE");
 		fflush(stdout);
-		/* dropped as drop_conn does: if the new connection's set-up
-		 * fails, the worker has left and is not waited for */
-		rt_conn_delete(&s->conns[i]);
-		s->gone[i] = 1;
-		s->probe_sent[i] = 0;
-		s->owed_since[i] = 0;
+		/* if the new connection's set-up fails, the worker has left
+		 * and is not waited for */
+		forget_conn(s, i);
 	}
 	struct rt_request *req = s->dup[i];
 	s->dup[i] = NULL;

@@ -437,6 +437,15 @@ static int give_up(int me, int p, int rc)
 	return rc;
 }
 
+static int recover(struct worker *w, int p, int rc);
+
+/* rc (non-zero) from an operation with ps p: reconnect when a reconnect may
+ * cure it, else stop saying why.  0 when reconnected, else the status. */
+static int recover_or_stop(struct worker *w, int p, int rc)
+{
+	return recoverable(rc) ? recover(w, p, rc) : give_up(w->me, p, rc);
+}
+
 /* Wait until shard p is initialized (bounded by secs).  The chief (init
  * 1 or 2) initializes a shard that is not: at start (1) with its seeded
  * parameters, after a reconnect (2: ps restarted without a checkpoint) with
@@ -909,8 +918,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	for (int p = 0; p < w.P; p++) {
 		/* the chief pushes INIT where needed; a ps lost meanwhile is
 		 * reconnected to (and initialized again by the chief) as in training */
-		if ((rc = wait_ready(&w, p, j->timeout_s, 1)) &&
-		    (!recoverable(rc) ? give_up(w.me, p, rc) : (rc = recover(&w, p, rc))))
+		if ((rc = wait_ready(&w, p, j->timeout_s, 1)) && (rc = recover_or_stop(&w, p, rc)))
 			goto out_conn;
 	}
 	printf("Worker %d: Session initialization complete.\n", w.me);
@@ -1008,7 +1016,7 @@ lost:
 		/* the connection to ps p failed: reconnect, then start the step over */
 		if (prog_tty)
 			rdmaps_progress_clear(&prog); /* the report goes on its own line */
-		if (!recoverable(rc) ? give_up(w.me, p, rc) : (rc = recover(&w, p, rc)))
+		if ((rc = recover_or_stop(&w, p, rc)))
 			goto out_conn;
 	}
 	double t_end = rdmaps_now();
