@@ -157,8 +157,10 @@ struct rt_completion {
 /* A full send queue returns RDMAPS_E_AGAIN at once (after taking what has
  * completed) instead of waiting for room up to the ctx timeout: for an
  * owner that serves many peers on one thread (the ps).  verbs: the SQ;
- * tcp: its queue of unanswered ops returns AGAIN at once anyway (a send
- * into a full socket still waits, up to the ctx timeout). */
+ * tcp: its queue of unanswered ops (255).  Without the flag both wait for
+ * room up to the ctx timeout, then RDMAPS_E_AGAIN; both return AGAIN at
+ * once when only rt_poll can free a slot.  tcp: a send into a full socket
+ * still waits, up to the ctx timeout, with the flag too. */
 #define RT_F_NOWAIT   8u
 
 /* --- context ----------------------------------------------------------- */

@@ -273,6 +273,49 @@ static void reap_silent(struct tcp_conn *t)
 	}
 }
 
+/* The queue of unanswered ops is full (TCP_USER_DEPTH): take the answers
+ * that arrived, then, unless nowait (RT_F_NOWAIT), wait for more up to the
+ * ctx timeout, as the verbs backend waits for room in its send queue.
+ * RDMAPS_E_AGAIN (the conn stays usable) when nowait found no room, when
+ * the oldest op is done and waits for rt_poll (only the caller can free
+ * it), or at the timeout; a broken conn's status.  Until 2026-12-08 a full
+ * queue was RDMAPS_E_AGAIN at once whatever the flags: a worker whose
+ * pieces outnumbered the queue stopped, or not, depending on how fast the
+ * ps answered (a CI run). */
+static int make_room(struct rt_conn *c, int nowait)
+{
+	struct tcp_conn *t = c->backend;
+	uint64_t deadline = 0;
+
+	for (;;) {
+		int rc;
+
+		reap_silent(t);
+		if (t->head - t->tail < TCP_USER_DEPTH)
+			return RDMAPS_OK;
+		if (t->tail != t->acked)
+			return RDMAPS_E_AGAIN; /* a completion to poll first */
+		if (!deadline) {
+			rc = progress_rx(c, 0);
+			if (rc)
+				return rc;
+			if (nowait) {
+				reap_silent(t);
+				return t->head - t->tail < TCP_USER_DEPTH ? RDMAPS_OK : RDMAPS_E_AGAIN;
+			}
+			deadline = rt_now_ms() + (uint64_t)(c->ctx->timeout_ms > 0 ? c->ctx->timeout_ms : 10000);
+			continue;
+		}
+		if (!rt_remaining_ms(deadline))
+			return RDMAPS_E_AGAIN;
+		rc = wait_rx(c, rt_remaining_ms(deadline));
+		if (rc)
+			return rc;
+		if (t->broken)
+			return t->broken;
+	}
+}
+
 static int post_frame(struct rt_conn *c, uint8_t op, uint32_t rid, uint64_t roff,
 		      uint64_t len, uint64_t a, uint64_t b, const uint8_t *payload,
 		      uint8_t *dst, uint64_t wr_id, int report, int want, int internal)
@@ -320,17 +363,9 @@ int tcp_post(struct rt_conn *c, enum rt_op op, uint32_t lid, size_t loff,
 
 	if (t->broken)
 		return t->broken;
-	if (t->head - t->tail >= TCP_USER_DEPTH) {
-		reap_silent(t);
-		if (t->head - t->tail >= TCP_USER_DEPTH) {
-			rc = progress_rx(c, 0);
-			if (rc)
-				return rc;
-			reap_silent(t);
-			if (t->head - t->tail >= TCP_USER_DEPTH)
-				return RDMAPS_E_AGAIN;
-		}
-	}
+	if (t->head - t->tail >= TCP_USER_DEPTH &&
+	    (rc = make_room(c, (flags & RT_F_NOWAIT) != 0)))
+		return rc;
 	/* RT_F_FENCE: the target executes in order, so it holds already. */
 	switch (op) {
 	case RT_OP_READ:
