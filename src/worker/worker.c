@@ -136,6 +136,17 @@ static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, in
 	return 0;
 }
 
+/* A post of a pull or a push (many pieces: more than a connection holds
+ * at once) that found no room within the ctx timeout (--timeout) says
+ * RDMAPS_E_AGAIN: the ps did not answer for that long, which a completion
+ * wait reports as RDMAPS_E_TIMEOUT, and it is treated as one (reconnect,
+ * or the ps did not come back).  Until 2026-12-08 it ended the worker as a
+ * refused operation. */
+static int post_status(int rc)
+{
+	return rc == RDMAPS_E_AGAIN ? RDMAPS_E_TIMEOUT : rc;
+}
+
 /* Post the READs of shard p's pieces of buffer `version` straight into the
  * flat parameter vector, then a fenced, signaled 8-byte READ of that
  * buffer's version word (executed after the pieces were read). */
@@ -151,7 +162,7 @@ static int pull_post(struct worker *w, int p, uint64_t version)
 		rc = rt_read(sh->c, G_W_SCRATCH, 0, G_PS_PARAMS, off, 8, 2, RT_F_SIGNALED | RT_F_FENCE);
 	sh->want = version;
 	sh->posted = rc ? 0 : 1;
-	return rc;
+	return post_status(rc);
 }
 
 /* Pull every shard whose released version changed, all shards posted
@@ -229,7 +240,7 @@ static int push_post(struct worker *w, int p, uint32_t lid, uint32_t kind, uint6
 	if (!rc && sh->ordered)
 		rc = rt_fetch_add(sh->c, G_W_ATOMIC, 0, G_PS_COUNTERS, (uint64_t)w->me * 8, 1, 5, RT_F_SIGNALED);
 	sh->posted = rc ? 0 : 1;
-	return rc;
+	return post_status(rc);
 }
 
 /* Unordered transport: wait for the slot WRITEs, then post the FETCH_ADD. */
@@ -424,8 +435,8 @@ static int recoverable(int rc)
 }
 
 /* A failure with ps p that no reconnect cures (an operation the transport
- * refused to start: a full queue, bad arguments, no memory; a remote
- * access error): said once, as the worker's last word, then exit 1.
+ * refused to start: bad arguments, no memory, completions not collected;
+ * a remote access error): said once, as the worker's last word, then exit 1.
  * Until 2026-12-07 an operation refused at its post ended the worker
  * without a word (a review). */
 static int give_up(int me, int p, int rc)

@@ -42,7 +42,8 @@
 #                  of the worker's report took a push's completion); then a
 #                  job whose ps stays stopped: each worker exits 1 within
 #                  --timeout + --recovery_timeout (4 + 1 s) and a margin, not
-#                  --barrier_timeout + 2 x --timeout as before
+#                  --barrier_timeout + 2 x --timeout as before; the same
+#                  with 796 ops per pull and push (RDMAPS_MAX_OP_BYTES)
 # Exit 0 pass, 1 fail, 77 skipped (no data).
 set -u
 bin=$1; data=$2; case=$3
@@ -161,6 +162,35 @@ ps_pause)
 	grep -h "no release from\|did not come back" "$dir"/w*.log | sed 's/^/  /'
 	[ "$took_" -le 8 ] || fail "the workers took $took_ s to give up on a stopped ps (--timeout=4, --recovery_timeout=1)"
 	echo "  a ps stopped for good: both workers exit 1 after ${took_} s (--timeout=4, --recovery_timeout=1)"
+	# the same with 796 ops per pull and per push (RDMAPS_MAX_OP_BYTES=400:
+	# more than a tcp connection holds at once, 255): a post that finds no
+	# room within --timeout is the timeout it is (lost ps, no reconnect
+	# within --recovery_timeout, exit 1), as a completion wait's.  Until
+	# 2026-12-08 a full queue ended the worker at once as a refused
+	# operation ("stopping: ... resource temporarily unavailable").
+	for t_ in ps0 w0 w1; do rm -f "$dir/$t_.log"; done
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	export RDMAPS_MAX_OP_BYTES=400
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	unset RDMAPS_MAX_OP_BYTES
+	wait_step "$dir/w0.log" 20 120 || fail "worker 0 did not reach global step 20 (796 ops per phase)"
+	kill -STOP "${pid[ps0]}"
+	t0_=$(now)
+	for t_ in w0 w1; do
+		wait_exit "$t_" 30
+		[ "$st" -eq 1 ] || fail "$t_ exited $st with its ps stopped (796 ops per phase), expected 1"
+	done
+	took_=$(($(now) - t0_))
+	kill -9 "${pid[ps0]}"; kill -CONT "${pid[ps0]}" 2>/dev/null; wait "${pid[ps0]}" 2>/dev/null; unset "pid[ps0]"
+	grep -q "in 796 READs / WRITEs" "$dir/w0.log" || fail "worker 0 did not split its pieces into 796 ops"
+	! grep -h "stopping: an operation" "$dir"/w*.log || fail "a worker took a full queue for a refused operation"
+	for t_ in 0 1; do
+		grep -q "Worker $t_: no release from ps 0 within 4 s (--timeout)\|Worker $t_: ps 0 did not come back within 1 s" \
+			"$dir/w$t_.log" || fail "worker $t_ did not say it gave up after --timeout (796 ops per phase)"
+	done
+	grep -h "lost ps\|no release from\|did not come back" "$dir"/w*.log | sed 's/^/  /'
+	[ "$took_" -le 8 ] || fail "the workers took $took_ s to give up on a stopped ps (796 ops per phase)"
+	echo "  the same with 796 ops per phase: both workers exit 1 after ${took_} s"
 	;;
 worker_backup)
 	steps=400
