@@ -112,6 +112,34 @@ run() {
 }
 skew_re="the ps shards are at different global steps"
 
+# stopped_ps_job STEP WHAT: ps 0 and workers 0 and 1 with the flags in
+# f (--timeout=4 --recovery_timeout=1); once worker 0 printed global step
+# STEP the ps is stopped (SIGSTOP) for good.  Each worker must exit 1
+# within 8 s, saying that it gave up after --timeout or
+# --recovery_timeout; the time they took is left in took_.  WHAT names
+# the job in failures.  A variable assigned before the call reaches
+# every task (bash exports it for the call).
+stopped_ps_job() {
+	local step=$1 what=$2
+	start ps0 ps 0 2 ps0 "${f[@]}"
+	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
+	wait_step "$dir/w0.log" "$step" 120 || fail "worker 0 did not reach global step $step ($what)"
+	kill -STOP "${pid[ps0]}"
+	t0_=$(now)
+	for t_ in w0 w1; do
+		wait_exit "$t_" 30
+		[ "$st" -eq 1 ] || fail "$t_ exited $st with its ps stopped ($what), expected 1"
+	done
+	took_=$(($(now) - t0_))
+	kill -9 "${pid[ps0]}"; kill -CONT "${pid[ps0]}" 2>/dev/null; wait "${pid[ps0]}" 2>/dev/null; unset "pid[ps0]"
+	for t_ in 0 1; do
+		grep -q "Worker $t_: no release from ps 0 within 4 s (--timeout)\|Worker $t_: ps 0 did not come back within 1 s" \
+			"$dir/w$t_.log" || fail "worker $t_ did not say it gave up after --timeout ($what)"
+	done
+	grep -h "lost ps\|no release from\|did not come back" "$dir"/w*.log | sed 's/^/  /'
+	[ "$took_" -le 8 ] || fail "the workers took $took_ s to give up on a stopped ps ($what; --timeout=4, --recovery_timeout=1)"
+}
+
 case $case in
 ps_pause)
 	steps=60
@@ -144,23 +172,7 @@ ps_pause)
 	# up after --timeout and then --recovery_timeout)
 	f=(--train_steps=100000 --barrier_timeout=1 --timeout=4 --recovery_timeout=1 --straggler_task=0
 		--straggler_delay_ms=5)
-	start ps0 ps 0 2 ps0 "${f[@]}"
-	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
-	wait_step "$dir/w0.log" 100 120 || fail "worker 0 did not reach global step 100 (second job)"
-	kill -STOP "${pid[ps0]}"
-	t0_=$(now)
-	for t_ in w0 w1; do
-		wait_exit "$t_" 30
-		[ "$st" -eq 1 ] || fail "$t_ exited $st with its ps stopped, expected 1"
-	done
-	took_=$(($(now) - t0_))
-	kill -9 "${pid[ps0]}"; kill -CONT "${pid[ps0]}" 2>/dev/null; wait "${pid[ps0]}" 2>/dev/null; unset "pid[ps0]"
-	for t_ in 0 1; do
-		grep -q "Worker $t_: no release from ps 0 within 4 s (--timeout)\|Worker $t_: ps 0 did not come back within 1 s" \
-			"$dir/w$t_.log" || fail "worker $t_ did not say it gave up after --timeout"
-	done
-	grep -h "no release from\|did not come back" "$dir"/w*.log | sed 's/^/  /'
-	[ "$took_" -le 8 ] || fail "the workers took $took_ s to give up on a stopped ps (--timeout=4, --recovery_timeout=1)"
+	stopped_ps_job 100 "second job"
 	echo "  a ps stopped for good: both workers exit 1 after ${took_} s (--timeout=4, --recovery_timeout=1)"
 	# the same with 796 ops per pull and per push (RDMAPS_MAX_OP_BYTES=400:
 	# more than a tcp connection holds at once, 255): a post that finds no
@@ -169,27 +181,9 @@ ps_pause)
 	# 2026-12-08 a full queue ended the worker at once as a refused
 	# operation ("stopping: ... resource temporarily unavailable").
 	for t_ in ps0 w0 w1; do rm -f "$dir/$t_.log"; done
-	start ps0 ps 0 2 ps0 "${f[@]}"
-	export RDMAPS_MAX_OP_BYTES=400
-	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
-	unset RDMAPS_MAX_OP_BYTES
-	wait_step "$dir/w0.log" 20 120 || fail "worker 0 did not reach global step 20 (796 ops per phase)"
-	kill -STOP "${pid[ps0]}"
-	t0_=$(now)
-	for t_ in w0 w1; do
-		wait_exit "$t_" 30
-		[ "$st" -eq 1 ] || fail "$t_ exited $st with its ps stopped (796 ops per phase), expected 1"
-	done
-	took_=$(($(now) - t0_))
-	kill -9 "${pid[ps0]}"; kill -CONT "${pid[ps0]}" 2>/dev/null; wait "${pid[ps0]}" 2>/dev/null; unset "pid[ps0]"
+	RDMAPS_MAX_OP_BYTES=400 stopped_ps_job 20 "796 ops per phase"
 	grep -q "in 796 READs / WRITEs" "$dir/w0.log" || fail "worker 0 did not split its pieces into 796 ops"
 	! grep -h "stopping: an operation" "$dir"/w*.log || fail "a worker took a full queue for a refused operation"
-	for t_ in 0 1; do
-		grep -q "Worker $t_: no release from ps 0 within 4 s (--timeout)\|Worker $t_: ps 0 did not come back within 1 s" \
-			"$dir/w$t_.log" || fail "worker $t_ did not say it gave up after --timeout (796 ops per phase)"
-	done
-	grep -h "lost ps\|no release from\|did not come back" "$dir"/w*.log | sed 's/^/  /'
-	[ "$took_" -le 8 ] || fail "the workers took $took_ s to give up on a stopped ps (796 ops per phase)"
 	echo "  the same with 796 ops per phase: both workers exit 1 after ${took_} s"
 	;;
 worker_backup)
