@@ -149,11 +149,16 @@ ps_pause)
 	# reports nothing: CI of 4aeb2cd, worker 0 there).  Until stop 27:
 	# 600 steps at 10 ms, too short a share of a step under TSan (its
 	# pulls, pushes and the ps's apply take ~30 ms there): the tsan tier
-	# of cb40bdb's CI failed here once.
+	# of cb40bdb's CI failed here once.  The stop follows worker 1's step
+	# line, printed after its push, when it waits some 200 ms for worker
+	# 0's; until stop 33 it followed worker 0's, printed after the push
+	# that releases both, so it could land while both pulled (a review:
+	# under TSan a pull takes ~30 ms of the 0-110 ms the script takes to
+	# see the line and stop the ps).
 	f=(--train_steps="$steps" --barrier_timeout=1 --straggler_task=0 --straggler_delay_ms=200)
 	start ps0 ps 0 2 ps0 "${f[@]}"
 	for i in 0 1; do start w$i worker $i 2 w$i "${f[@]}"; done
-	wait_step "$dir/w0.log" 20 120 || fail "worker 0 did not reach global step 20"
+	wait_step "$dir/w1.log" 20 120 || fail "worker 1 did not reach global step 20"
 	kill -STOP "${pid[ps0]}"
 	sleep 3
 	kill -CONT "${pid[ps0]}"
