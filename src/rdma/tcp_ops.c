@@ -278,10 +278,10 @@ static void reap_silent(struct tcp_conn *t)
  * ctx timeout, as the verbs backend waits for room in its send queue.
  * RDMAPS_E_AGAIN (the conn stays usable) when nowait found no room, when
  * the oldest op is done and waits for rt_poll (only the caller can free
- * it), or at the timeout; a broken conn's status.  Until 2026-12-08 a full
- * queue was RDMAPS_E_AGAIN at once whatever the flags: a worker whose
- * pieces outnumbered the queue stopped, or not, depending on how fast the
- * ps answered (a CI run). */
+ * it), or at the timeout; a broken conn's status.  Until stop 33
+ * (2026-12-07) a full queue was RDMAPS_E_AGAIN at once whatever the flags:
+ * a worker whose pieces outnumbered the queue stopped, or not, depending
+ * on how fast the ps answered (a CI run). */
 static int make_room(struct rt_conn *c, int nowait)
 {
 	struct tcp_conn *t = c->backend;

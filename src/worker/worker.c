@@ -140,8 +140,8 @@ static int wait_comp(struct wshard *sh, int n, long tmo_ms, const char *what, in
  * at once) that found no room within the ctx timeout (--timeout) says
  * RDMAPS_E_AGAIN: the ps did not answer for that long, which a completion
  * wait reports as RDMAPS_E_TIMEOUT, and it is treated as one (reconnect,
- * or the ps did not come back).  Until 2026-12-08 it ended the worker as a
- * refused operation. */
+ * or the ps did not come back).  Until stop 33 (2026-12-07) it ended the
+ * worker as a refused operation. */
 static int post_status(int rc)
 {
 	return rc == RDMAPS_E_AGAIN ? RDMAPS_E_TIMEOUT : rc;

@@ -268,7 +268,7 @@ small_ops)
 		# More ops per phase than a TCP connection holds at once (255
 		# unanswered): ops of 100 floats make about 400 per phase on each of
 		# the 2 ps.  A post waits for room, and the job trains to the same
-		# bytes as with whole pieces.  Until 2026-12-08 tcp refused the
+		# bytes as with whole pieces.  Until stop 33 tcp refused the
 		# 256th op at once, and the job stopped or not depending on how
 		# fast the ps answered (a CI run: worker 1 stopped, the test
 		# expected the chief to).  Over verbs (a send queue of 128) the

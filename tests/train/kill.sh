@@ -183,7 +183,7 @@ ps_pause)
 	# more than a tcp connection holds at once, 255): a post that finds no
 	# room within --timeout is the timeout it is (lost ps, no reconnect
 	# within --recovery_timeout, exit 1), as a completion wait's.  Until
-	# 2026-12-08 a full queue ended the worker at once as a refused
+	# stop 33 a full queue ended the worker at once as a refused
 	# operation ("stopping: ... resource temporarily unavailable").
 	for t_ in ps0 w0 w1; do rm -f "$dir/$t_.log"; done
 	RDMAPS_MAX_OP_BYTES=400 stopped_ps_job 20 "796 ops per phase"

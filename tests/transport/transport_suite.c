@@ -457,7 +457,7 @@ static int t_pipeline(struct client *c)
 /* 2000 unsignaled 8 KiB READs (of t_pipeline's chunks), far more than a
  * conn holds at once (tcp: 255; verbs: its send queue): each post waits
  * for room instead of failing, then one flush; every byte arrives.  Read k
- * (of 100 destinations) takes chunks k..k+127.  Until 2026-12-08 tcp
+ * (of 100 destinations) takes chunks k..k+127.  Until stop 33 tcp
  * returned AGAIN at once when 255 were unanswered: this case failed then
  * in 2 of the 3 tcp suites (at posts 1884 and 1623). */
 static int t_read_pipeline(struct client *c)
