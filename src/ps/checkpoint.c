@@ -73,29 +73,51 @@ static int corrupt(const char *why)
 	return RDMAPS_E_CORRUPT;
 }
 
+/* The fixed header's own checks on its CK_HDR_LEN bytes: NULL when the
+ * magic, header crc and version are right, else what is wrong. */
+static const char *header_fault(const uint8_t *b)
+{
+	if (memcmp(b, CK_MAGIC, 4) != 0)
+		return "bad magic";
+	if (get32(b + 84) != crc(b, 84))
+		return "header crc mismatch";
+	if (get32(b + 4) != CK_VERSION)
+		return "unsupported version";
+	return NULL;
+}
+
+/* The meta fields of a header that passed header_fault. */
+static void header_meta(const uint8_t *b, struct rdmaps_ckpt_meta *meta)
+{
+	meta->shard = get32(b + 8);
+	meta->nshards = get32(b + 12);
+	meta->layout_hash = get64(b + 16);
+	meta->global_step = get64(b + 24);
+	meta->beta1_power = bitsd(get64(b + 32));
+	meta->beta2_power = bitsd(get64(b + 40));
+	meta->nfloats = get64(b + 48);
+}
+
 int rdmaps_ckpt_parse(const void *buf, size_t len, struct rdmaps_ckpt_meta *meta,
 		      const float **params, const float **m, const float **v)
 {
 	const uint8_t *b = buf;
+	const char *fault;
 	if (!buf || len < CK_HDR_LEN)
 		return corrupt("truncated header");
-	if (memcmp(b, CK_MAGIC, 4) != 0)
-		return corrupt("bad magic");
-	if (get32(b + 84) != crc(b, 84))
-		return corrupt("header crc mismatch");
-	if (get32(b + 4) != CK_VERSION)
-		return corrupt("unsupported version");
-	uint32_t shard = get32(b + 8), nshards = get32(b + 12);
-	uint64_t nfloats = get64(b + 48);
+	if ((fault = header_fault(b)))
+		return corrupt(fault);
+	struct rdmaps_ckpt_meta hm;
+	header_meta(b, &hm);
 	uint32_t flags = get32(b + 56), nsec = get32(b + 60);
 	uint64_t secbytes = get64(b + 64);
-	if (nshards == 0 || shard >= nshards)
+	if (hm.nshards == 0 || hm.shard >= hm.nshards)
 		return corrupt("bad shard/nshards");
 	if (flags & ~3u || get32(b + 76) || get32(b + 80))
 		return corrupt("bad flags/reserved");
 	if (nsec != 1u + (flags & 1u) + ((flags >> 1) & 1u))
 		return corrupt("section count does not match flags");
-	if (nfloats == 0 || nfloats > CK_MAX_FLOATS || secbytes != nfloats * 4)
+	if (hm.nfloats == 0 || hm.nfloats > CK_MAX_FLOATS || secbytes != hm.nfloats * 4)
 		return corrupt("bad section length");
 	uint64_t body = (uint64_t)nsec * (secbytes + 4);
 	if ((uint64_t)(len - CK_HDR_LEN) < body)
@@ -113,15 +135,8 @@ int rdmaps_ckpt_parse(const void *buf, size_t len, struct rdmaps_ckpt_meta *meta
 		sec[i] = p;
 		p += secbytes + 4;
 	}
-	if (meta) {
-		meta->shard = shard;
-		meta->nshards = nshards;
-		meta->layout_hash = get64(b + 16);
-		meta->global_step = get64(b + 24);
-		meta->beta1_power = bitsd(get64(b + 32));
-		meta->beta2_power = bitsd(get64(b + 40));
-		meta->nfloats = nfloats;
-	}
+	if (meta)
+		*meta = hm;
 	if (params)
 		*params = (const float *)(const void *)sec[0];
 	if (m)
@@ -262,9 +277,9 @@ static void prune_tmp(const char *dir, uint32_t shard)
 }
 
 /* The header of the checkpoint file at path, when it has a valid one
- * (magic, version, header crc): 1 and *shard, *step, *hash, *nfloats
- * filled; else 0.  Reads 88 bytes only, whatever the file's size. */
-static int read_header(const char *path, uint32_t *shard, uint64_t *step, uint64_t *hash, uint64_t *nfloats)
+ * (header_fault): 1 and *h filled from it; else 0.  Reads CK_HDR_LEN
+ * bytes only, whatever the file's size. */
+static int read_header(const char *path, struct rdmaps_ckpt_meta *h)
 {
 	uint8_t b[CK_HDR_LEN];
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -272,13 +287,9 @@ static int read_header(const char *path, uint32_t *shard, uint64_t *step, uint64
 		return 0;
 	ssize_t got = read(fd, b, sizeof(b));
 	close(fd);
-	if (got != (ssize_t)sizeof(b) || memcmp(b, CK_MAGIC, 4) || get32(b + 4) != CK_VERSION ||
-	    get32(b + 84) != crc(b, 84))
+	if (got != (ssize_t)sizeof(b) || header_fault(b))
 		return 0;
-	*shard = get32(b + 8);
-	*hash = get64(b + 16);
-	*step = get64(b + 24);
-	*nfloats = get64(b + 48);
+	header_meta(b, h);
 	return 1;
 }
 
@@ -286,9 +297,8 @@ static int read_header(const char *path, uint32_t *shard, uint64_t *step, uint64
  * is h, else 0. */
 static int same_layout(const char *path, uint64_t h)
 {
-	uint32_t s;
-	uint64_t g, hash, nf;
-	return read_header(path, &s, &g, &hash, &nf) && hash == h;
+	struct rdmaps_ckpt_meta hd;
+	return read_header(path, &hd) && hd.layout_hash == h;
 }
 
 static int fsync_dir(const char *dir)
@@ -538,11 +548,10 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 		 * is read: one of a larger model is too large to be read as ours
 		 * and would be skipped as damaged, then replaced by a save of its
 		 * step (a review) */
-		uint32_t hs_;
-		uint64_t hg_, hh_, hn_;
-		if (read_header(path, &hs_, &hg_, &hh_, &hn_) && hs_ == shard && hg_ == e[i].step &&
-		    (hh_ != layout_hash || hn_ != nfloats)) {
-			rc = foreign(path, hh_, hn_, layout_hash, nfloats, path_out, path_len);
+		struct rdmaps_ckpt_meta hd;
+		if (read_header(path, &hd) && hd.shard == shard && hd.global_step == e[i].step &&
+		    (hd.layout_hash != layout_hash || hd.nfloats != nfloats)) {
+			rc = foreign(path, hd.layout_hash, hd.nfloats, layout_hash, nfloats, path_out, path_len);
 			break;
 		}
 		/* header + params, m, v, each with its crc (docs/checkpoint.md) */
