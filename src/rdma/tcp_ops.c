@@ -286,29 +286,24 @@ static int make_room(struct rt_conn *c, int nowait)
 {
 	struct tcp_conn *t = c->backend;
 	uint64_t deadline = 0;
+	int rc;
 
 	for (;;) {
-		int rc;
-
 		reap_silent(t);
 		if (t->head - t->tail < TCP_USER_DEPTH)
 			return RDMAPS_OK;
 		if (t->tail != t->acked)
 			return RDMAPS_E_AGAIN; /* a completion to poll first */
 		if (!deadline) {
+			/* first what has arrived, without waiting (rt_ctx_new
+			 * makes the ctx timeout > 0) */
+			deadline = rt_now_ms() + (uint64_t)c->ctx->timeout_ms;
 			rc = progress_rx(c, 0);
-			if (rc)
-				return rc;
-			if (nowait) {
-				reap_silent(t);
-				return t->head - t->tail < TCP_USER_DEPTH ? RDMAPS_OK : RDMAPS_E_AGAIN;
-			}
-			deadline = rt_now_ms() + (uint64_t)(c->ctx->timeout_ms > 0 ? c->ctx->timeout_ms : 10000);
-			continue;
-		}
-		if (!rt_remaining_ms(deadline))
+		} else if (nowait || !rt_remaining_ms(deadline)) {
 			return RDMAPS_E_AGAIN;
-		rc = wait_rx(c, rt_remaining_ms(deadline));
+		} else {
+			rc = wait_rx(c, rt_remaining_ms(deadline));
+		}
 		if (rc)
 			return rc;
 		if (t->broken)

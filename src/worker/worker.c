@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -599,8 +598,7 @@ static int recover(struct worker *w, int p, int rc)
 		}
 		fprintf(stderr, "Worker %d: ps %d: reading its global step after the reconnect failed: %s; "
 			"reconnecting again\n", w->me, p, rdmaps_strerror(rc));
-		struct timespec ts = { 0, 200000000 };
-		nanosleep(&ts, NULL);
+		usleep(200000);
 	}
 	printf("Worker %d: reconnected to ps %d after %.1f s: its global step is %llu (I held %lld)\n", w->me, p,
 	       rdmaps_now() - t0, (unsigned long long)now_v, was == UINT64_MAX ? -1LL : (long long)was);
