@@ -133,6 +133,13 @@ static inline int job_replicas(const struct rdmaps_job *j) { return j->replicas 
 
 /* Spin with backoff for the shared 2-core case: pause, then yield, then sleep. */
 void rdmaps_backoff(unsigned *spins);
+/* Seconds on CLOCK_MONOTONIC: every deadline, timeout and duration.  Until
+ * 2026-12-07 this was the wall clock, and a step of it (NTP, `date -s`)
+ * passed or stretched every deadline held (tests/train/e2e.sh clock_step). */
 double rdmaps_now(void);
+/* Seconds on CLOCK_REALTIME: only for times printed or written for other
+ * processes and hosts to compare (step lines, "Training begins @", the
+ * --metrics "t", snapshots), as TensorFlow prints time.time(). */
+double rdmaps_wall(void);
 
 #endif

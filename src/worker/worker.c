@@ -932,7 +932,7 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 	}
 	printf("Worker %d: Session initialization complete.\n", w.me);
 	double t_begin = rdmaps_now();
-	printf("Training begins @ %f\n", t_begin);
+	printf("Training begins @ %f\n", rdmaps_wall());
 	fflush(stdout);
 
 	/* The token I wait for on shard p is my push count there (s[p].seq),
@@ -992,13 +992,16 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 			goto lost;
 		double t4 = rdmaps_now();
 		local_step++;
+		/* the times printed, in --metrics and in snapshots are the wall
+		 * clock's, for other processes to compare; t0..t4 (monotonic) measure */
+		double w4 = rdmaps_wall();
 		if (prog_lines) { /* under `rdmaps launch` on a terminal */
 			printf(RDMAPS_PROGRESS_TAG "%llu %.6g\n", (unsigned long long)gstep, loss);
 			fflush(stdout);
 		} else if (prog_tty) {
 			rdmaps_progress_update(&prog, (long)gstep, loss, t4);
 		} else if (local_step % j->log_every == 0) {
-			printf("%f: Worker %d: training step %ld done (global step: %llu)\n", t4, w.me, local_step,
+			printf("%f: Worker %d: training step %ld done (global step: %llu)\n", w4, w.me, local_step,
 			       (unsigned long long)gstep);
 			fflush(stdout);
 		}
@@ -1011,13 +1014,13 @@ int rdmaps_worker_main(const struct rdmaps_job *j)
 				"{\"task\":%d,\"local_step\":%ld,\"global_step\":%llu,\"loss\":%s,\"wait_us\":%.1f,"
 				"\"pull_us\":%.1f,\"compute_us\":%.1f,\"push_us\":%.1f,\"t\":%.6f}\n",
 				w.me, local_step, (unsigned long long)gstep, ls, (t1 - t0) * 1e6, (t2 - t1) * 1e6,
-				(t3 - t2) * 1e6, (t4 - t3) * 1e6, t4);
+				(t3 - t2) * 1e6, (t4 - t3) * 1e6, w4);
 		}
 		if (mf && !mf_errno && ferror(mf))
 			mf_errno = errno ? errno : EIO; /* said at the end */
 		if (snap && local_step % j->snapshot_every == 0) {
 			/* the parameters this step computed on (version gstep, pulled at t2) */
-			if (snapshot(&w, snap, gstep, t2))
+			if (snapshot(&w, snap, gstep, w4 - (t4 - t2)))
 				goto out_conn;
 		}
 		continue;
@@ -1028,12 +1031,12 @@ lost:
 		if ((rc = recover_or_stop(&w, p, rc)))
 			goto out_conn;
 	}
-	double t_end = rdmaps_now();
+	double t_end = rdmaps_now(), w_end = rdmaps_wall();
 	if (prog_tty)
 		rdmaps_progress_end(&prog);
-	if (snap && snapshot(&w, snap, w.s[0].held, t_end)) /* the final parameters */
+	if (snap && snapshot(&w, snap, w.s[0].held, w_end)) /* the final parameters */
 		goto out_conn;
-	printf("Training ends @ %f\n", t_end);
+	printf("Training ends @ %f\n", w_end);
 	printf("Training elapsed time: %f s\n", t_end - t_begin);
 	fflush(stdout);
 	/* done: one FETCH_ADD on done[me] of every shard.  A ps that already

@@ -3,7 +3,8 @@
 # busybox inside the SoftRoCE VM).
 # usage: e2e.sh RDMAPS_BIN TRANSPORT DATA_DIR CASE
 #   CASE: sync | async | backup | over_aggregate | lstm | ps_spin | ps_progress |
-#         worker_progress | slow_compute | small_ops | own_name | ipv6 | cli
+#         worker_progress | slow_compute | small_ops | own_name | ipv6 |
+#         clock_step LIB | cli
 # Exit 0 pass, 1 fail, 77 skipped (no data, or no RDMA device for rdma).
 bin=$1; tr=$2; data=$3; case=$4
 out=${TMPDIR:-/tmp}/rdmaps-e2e-$$-$case.log
@@ -709,6 +710,42 @@ ipv6)
 	grep -q "listening on \[::1\]:$p0" "$pslog" || { cat "$pslog" >"$out"; rm -f "$pslog"; fail "the ps did not say it listens on [::1]:$p0"; }
 	two_workers "[::1]" --worker_hosts="$wh" --sync_replicas --transport=tcp
 	check_ce 5000 2
+	;;
+clock_step)
+	# The wall clock steps forward by an hour every 0.15 s in every task
+	# (tests/train/clock_step.c, LD_PRELOAD; $5 is the library), as NTP or
+	# `date -s` may step it: nothing times out, the job trains as any other.
+	# Every deadline is on CLOCK_MONOTONIC; only the printed times (step
+	# lines, "Training begins/ends @", --metrics "t") are the wall clock's,
+	# as TensorFlow's time.time().  Until 2026-12-07 every deadline was on
+	# the wall clock: a forward step ended a wait at once.
+	shim=$5
+	[ -f "$shim" ] || fail "no clock_step library at '$shim'"
+	# (an ASan build wants its runtime first in the library list)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 RDMAPS_TEST_CLOCK_STEP=0.15,3600 \
+		LD_PRELOAD="$shim" timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --transport="$tr" \
+		--data_dir="$data" --train_steps=400 --log_every=100 --timeout=60 >"$out" 2>&1 \
+		|| fail "launch exited non-zero under a stepping wall clock"
+	! grep -q "clock_step:" "$out" || fail "the clock_step library was not set up"
+	check_ce 900 2
+	grep -q "global step 400, 400 updates, 800 gradients accepted, 0 dropped" "$out" \
+		|| fail "ps summary: expected 400 updates from 800 gradients"
+	# the steps did happen: the wall clock each worker printed moved by at
+	# least an hour between "Training begins @" and "Training ends @",
+	# while the elapsed time it printed (monotonic) stayed under 10 minutes
+	for i in 0 1; do
+		awk -v w="worker$i" 'index($0, "[" w "]") != 1 { next }
+			/Training begins @/ { b = $NF } /Training ends @/ { e = $NF } /Training elapsed time:/ { el = $(NF - 1) }
+			END { printf "  %s: wall clock moved %.0f s, elapsed %.2f s\n", w, e - b, el
+			      exit !(b > 0 && e - b >= 3600 && el > 0 && el < 600) }' "$out" \
+			|| fail "worker $i: no wall-clock step of >= 3600 s within training, or a bad elapsed time"
+	done
+	# the ps measured its own run on the monotonic clock too (it said
+	# "done after 18000.8 s" and "the serve loop did not come round for
+	# 3600.00 s" on the wall clock)
+	grep "ps 0: done after " "$out" | awk '{ t = $6 + 0; print "  " $0; exit !(t > 0 && t < 600) }' \
+		|| fail "the ps's own run time is not that of the job"
+	! grep -q "did not come round for 3[0-9][0-9][0-9]" "$out" || fail "the ps took a clock step for a stall"
 	;;
 own_name)
 	# Tasks named by a host name that resolves, on their own host, to a
