@@ -457,29 +457,43 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 	return RDMAPS_OK;
 }
 
-/* Read a whole file of at most max bytes; RDMAPS_OK or RDMAPS_E_IO/NOMEM
- * (reason in *why).  A larger file, or one that is not a regular file, is
- * RDMAPS_E_IO before anything is allocated or read: a stray huge file or a
- * FIFO named like a checkpoint must not stop the restore (O_NONBLOCK: opening
- * a FIFO would otherwise wait for a writer). */
+/* Read a whole file of at most max bytes; RDMAPS_OK, RDMAPS_E_NOMEM, or
+ * (reason in *why):
+ * - RDMAPS_E_CORRUPT, skipped by the restore as a damaged file is: one
+ *   that is not a regular file (or is gone since the listing), or larger
+ *   than any checkpoint of this shard can be, before anything is allocated
+ *   or read: a stray huge file or a FIFO named like a checkpoint must not
+ *   stop the restore (O_NONBLOCK: opening a FIFO would otherwise wait for a
+ *   writer);
+ * - RDMAPS_E_IO: the file is there but cannot be read now (EACCES, EIO,
+ *   EMFILE, ...).  Until stop 34 this too was skipped as damaged, and the
+ *   job resumed from an older checkpoint, silently going back in training,
+ *   and later replaced the unread file by a save of its step. */
 static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, const char **why)
 {
 	*buf = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
-		*why = strerror(errno);
-		return RDMAPS_E_IO;
+		int e = errno;
+		*why = strerror(e);
+		/* gone since the listing; a socket (ENXIO) */
+		return e == ENOENT || e == ENXIO ? RDMAPS_E_CORRUPT : RDMAPS_E_IO;
 	}
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		*why = "not a regular file";
+	if (fstat(fd, &st) != 0) {
+		*why = strerror(errno);
 		close(fd);
 		return RDMAPS_E_IO;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		close(fd);
+		return RDMAPS_E_CORRUPT;
 	}
 	if ((uint64_t)st.st_size > max) {
 		*why = "larger than any checkpoint of this shard's floats can be (one of another model or layout?)";
 		close(fd);
-		return RDMAPS_E_IO;
+		return RDMAPS_E_CORRUPT;
 	}
 	size_t n = (size_t)st.st_size, got = 0;
 	uint8_t *b = malloc(n ? n : 1);
@@ -492,8 +506,14 @@ static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, c
 		ssize_t r = read(fd, b + got, n - got);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
-			break;
+		if (r < 0) {
+			*why = strerror(errno);
+			close(fd);
+			free(b);
+			return RDMAPS_E_IO;
+		}
+		if (r == 0)
+			break; /* shorter than its size said: the parse says truncated */
 		got += (size_t)r;
 	}
 	close(fd);
@@ -558,6 +578,15 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 		size_t max = CK_HDR_LEN + 3 * ((size_t)nfloats * 4 + 4);
 		int r = read_file(path, max, &buf, &len, &why);
 		if (r == RDMAPS_E_NOMEM) {
+			rc = r;
+			break;
+		}
+		if (r == RDMAPS_E_IO) {
+			/* not damaged: unread.  An older one would resume the job
+			 * behind it, and a save of its step would replace it */
+			RDMAPS_ERR("checkpoint: cannot read %s: %s", path, why);
+			if (path_out && path_len)
+				snprintf(path_out, path_len, "%s", path);
 			rc = r;
 			break;
 		}

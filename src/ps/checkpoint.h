@@ -47,7 +47,9 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 
 /* Restore the newest valid checkpoint of `shard` in DIR.  Corrupt files
  * are logged (RDMAPS_WARN, name and reason) and skipped, down to an older
- * one; *.tmp files are ignored.  The newest file that is valid but of
+ * one; *.tmp files are ignored.  A file that cannot be read (open or read
+ * fails: EACCES, EIO, ...) stops the search: RDMAPS_E_IO, logged, named in
+ * path_out (it may be the newest and valid).  The newest file that is valid but of
  * another layout_hash or nfloats stops the search: RDMAPS_CKPT_FOREIGN.  Buffers are
  * caller-allocated with nfloats floats; m / v may be NULL (not copied).  If
  * the file has no m (v) section and m (v) is non-NULL, it is zero-filled.
@@ -56,7 +58,7 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
  * Returns RDMAPS_OK (outputs filled), RDMAPS_CKPT_NONE (no checkpoint of the
  * shard, or DIR missing: clean start), RDMAPS_CKPT_FOREIGN,
  * RDMAPS_CKPT_UNUSABLE (files there, none valid), RDMAPS_E_INVAL,
- * RDMAPS_E_NOMEM, RDMAPS_E_IO (DIR unreadable). */
+ * RDMAPS_E_NOMEM, RDMAPS_E_IO (DIR or a checkpoint file unreadable). */
 int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 			uint64_t nfloats, struct rdmaps_ckpt_meta *meta, float *params,
 			float *m, float *v, char *path_out, size_t path_len);

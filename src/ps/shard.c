@@ -411,7 +411,7 @@ static int restore_ckpt(struct shard *s)
 {
 	const struct rdmaps_job *j = s->j;
 	struct rdmaps_ckpt_meta meta;
-	char path[1024];
+	char path[1024] = "";
 	if (mkdir_p(j->logdir)) {
 		fprintf(stderr, "ps %d: --logdir=%s: cannot create it: %s\n", j->task_index, j->logdir,
 			strerror(errno));
@@ -460,6 +460,12 @@ static int restore_ckpt(struct shard *s)
 			"the reasons are above): not starting clean over them, they are left untouched. Give "
 			"this job another --logdir, or move those files away to start clean\n", j->task_index,
 			j->logdir, j->task_index, path);
+		return 1;
+	}
+	if (rc == RDMAPS_E_IO && path[0]) {
+		fprintf(stderr, "ps %d: --logdir=%s: cannot read %s (the reason is above): not resuming from an "
+			"older checkpoint behind it, nor starting clean; it is left untouched. Make it readable "
+			"(or move it away to resume from the one before it)\n", j->task_index, j->logdir, path);
 		return 1;
 	}
 	if (rc) {

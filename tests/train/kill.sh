@@ -504,6 +504,27 @@ ckpt_restore)
 	"$bin" --job_name=ps --task_index=0 --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="127.0.0.1:${ports[1]}" \
 		--transport=tcp --logdir="$dir/afile" --timeout=5 >"$dir/r5.log" 2>&1 && fail "ps with --logdir=a file exited 0"
 	grep -q "logdir" "$dir/r5.log" || fail "no message for --logdir=a file"
+	# the newest checkpoint there but unreadable (EACCES: mode 0, the ps
+	# run as uid 65534 when we are root): the ps stops naming it (exit 1),
+	# and does not resume from the older one behind it (until stop 34 it
+	# did, skipping the file as damaged); nothing changes
+	ro_="$dir/ro"
+	mkdir "$ro_" && cp "$ck"/shard-0-step-*.ckpt "$ro_"/ && chmod 0777 "$ro_" && chmod 0644 "$ro_"/*.ckpt \
+		&& chmod 0 "$ro_/shard-0-step-150.ckpt" && chmod 0711 "$dir" || fail "r7: cannot set up $ro_"
+	as_=
+	[ "$(id -u)" -eq 0 ] && as_="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	sums_=$(cd "$ro_" && md5sum shard-*.ckpt | sort)
+	$as_ "$bin" --job_name=ps --task_index=0 --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="$wk_" \
+		--sync_replicas --transport=tcp --logdir="$ro_" --timeout=5 >"$dir/r7.log" 2>&1 \
+		&& fail "r7: a ps whose newest checkpoint cannot be read exited 0"
+	grep -q "checkpoint: cannot read $ro_/shard-0-step-150.ckpt: Permission denied" "$dir/r7.log" \
+		|| fail "r7: the unreadable checkpoint and its reason are not named"
+	grep -q "ps 0: --logdir=$ro_: cannot read $ro_/shard-0-step-150.ckpt (the reason is above): not resuming" "$dir/r7.log" \
+		|| fail "r7: the ps did not say why it stops"
+	! grep -q "restored checkpoint" "$dir/r7.log" || fail "r7: the ps restored an older checkpoint"
+	chmod 0644 "$ro_/shard-0-step-150.ckpt"
+	[ "$(cd "$ro_" && md5sum shard-*.ckpt | sort)" = "$sums_" ] || fail "r7: the checkpoints changed"
+	grep "cannot read" "$dir/r7.log" | sed 's/^/  /'
 	grep -h "starting clean\|restored\|skipping" "$dir"/r[1-3].log | sed 's/^/  /'
 	;;
 *) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ps_skew|start_skew|finished_early|ckpt_restore"; exit 2 ;;
