@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 	mkdir(d, 0755);
 	float p[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	struct rdmaps_ckpt_meta md = { .shard = 0, .nshards = 1, .layout_hash = 7, .global_step = 3,
-				       .beta1_power = 0.9, .beta2_power = 0.999, .nfloats = 8 };
+				       .beta1_power = 0.9, .beta2_power = 0.999, .nfloats = 8, .state_hash = 9 };
 	if (rdmaps_ckpt_save(d, &md, p, p, p, 5) != 0)
 		return 1;
 	md.global_step = 4;

@@ -16,7 +16,7 @@
 #include "common/status.h"
 
 #define CK_MAGIC "RDCK"
-#define CK_VERSION 1u
+#define CK_VERSION 2u     /* written; 1 is still read */
 #define CK_HDR_LEN 88u
 #define CK_MAX_FLOATS (UINT64_C(1) << 40)
 
@@ -25,8 +25,9 @@
  * 24 u64 global_step 32 f64 beta1_power 40 f64 beta2_power 48 u64 nfloats
  * 56 u32 flags (bit0 m present, bit1 v present) 60 u32 nsections (1..3)
  * 64 u64 section_bytes (each section = nfloats*4 + 4-byte crc)
- * 72 u32 params_crc 76 u32 reserved 0 80 u32 reserved 0 84 u32 header_crc
- * (crc32 of bytes 0..83).  Then params, [m], [v], each followed by u32 crc. */
+ * 72 u32 params_crc 76 u64 state_hash (version 2; version 1: two u32
+ * reserved 0) 84 u32 header_crc (crc32 of bytes 0..83).  Then params, [m],
+ * [v], each followed by u32 crc. */
 
 static _Thread_local const char *last_reason = "";
 
@@ -81,7 +82,7 @@ static const char *header_fault(const uint8_t *b)
 		return "bad magic";
 	if (get32(b + 84) != crc(b, 84))
 		return "header crc mismatch";
-	if (get32(b + 4) != CK_VERSION)
+	if (get32(b + 4) != 1 && get32(b + 4) != 2)
 		return "unsupported version";
 	return NULL;
 }
@@ -96,6 +97,17 @@ static void header_meta(const uint8_t *b, struct rdmaps_ckpt_meta *meta)
 	meta->beta1_power = bitsd(get64(b + 32));
 	meta->beta2_power = bitsd(get64(b + 40));
 	meta->nfloats = get64(b + 48);
+	meta->state_hash = get32(b + 4) >= 2 ? get64(b + 76) : 0;
+}
+
+/* 1 when a checkpoint of header hd is this job's to resume: the same
+ * floats, and the same layout hash or (version 2) the same state hash, which
+ * leaves out the number of workers, sync and R (docs/checkpoint.md). */
+static int resumable(const struct rdmaps_ckpt_meta *hd, uint64_t layout_hash, uint64_t state_hash,
+		     uint64_t nfloats)
+{
+	return hd->nfloats == nfloats &&
+	       (hd->layout_hash == layout_hash || (hd->state_hash && hd->state_hash == state_hash));
 }
 
 int rdmaps_ckpt_parse(const void *buf, size_t len, struct rdmaps_ckpt_meta *meta,
@@ -113,7 +125,7 @@ int rdmaps_ckpt_parse(const void *buf, size_t len, struct rdmaps_ckpt_meta *meta
 	uint64_t secbytes = get64(b + 64);
 	if (hm.nshards == 0 || hm.shard >= hm.nshards)
 		return corrupt("bad shard/nshards");
-	if (flags & ~3u || get32(b + 76) || get32(b + 80))
+	if (flags & ~3u || (get32(b + 4) == 1 && (get32(b + 76) || get32(b + 80))))
 		return corrupt("bad flags/reserved");
 	if (nsec != 1u + (flags & 1u) + ((flags >> 1) & 1u))
 		return corrupt("section count does not match flags");
@@ -293,12 +305,12 @@ static int read_header(const char *path, struct rdmaps_ckpt_meta *h)
 	return 1;
 }
 
-/* 1 when the file at path has a valid checkpoint header whose layout hash
- * is h, else 0. */
-static int same_layout(const char *path, uint64_t h)
+/* 1 when the file at path has a valid checkpoint header that a job of
+ * meta's hashes and floats would resume (resumable), else 0. */
+static int same_layout(const char *path, const struct rdmaps_ckpt_meta *meta)
 {
 	struct rdmaps_ckpt_meta hd;
-	return read_header(path, &hd) && hd.layout_hash == h;
+	return read_header(path, &hd) && resumable(&hd, meta->layout_hash, meta->state_hash, meta->nfloats);
 }
 
 static int fsync_dir(const char *dir)
@@ -384,6 +396,7 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 	put64(h + 64, secbytes);
 	uint32_t pc = crc(params, secbytes);
 	put32(h + 72, pc);
+	put64(h + 76, meta->state_hash);
 	put32(h + 84, crc(h, 84));
 
 	char path[4096], tmp[4096];
@@ -443,7 +456,7 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
 		for (size_t i = 0; i < n; i++) {
 			char old[4096];
 			snprintf(old, sizeof(old), "%s/%s", dir, e[i].name);
-			if (e[i].step > meta->global_step || !same_layout(old, meta->layout_hash) ||
+			if (e[i].step > meta->global_step || !same_layout(old, meta) ||
 			    kept++ < (size_t)keep)
 				continue;
 			if (unlink(old) != 0)
@@ -536,7 +549,7 @@ static int foreign(const char *path, uint64_t hash, uint64_t nf, uint64_t layout
 }
 
 int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
-			uint64_t nfloats, struct rdmaps_ckpt_meta *meta, float *params,
+			uint64_t state_hash, uint64_t nfloats, struct rdmaps_ckpt_meta *meta, float *params,
 			float *m, float *v, char *path_out, size_t path_len)
 {
 	if (!dir || !meta || !params || nfloats == 0) {
@@ -570,7 +583,7 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 		 * step (a review) */
 		struct rdmaps_ckpt_meta hd;
 		if (read_header(path, &hd) && hd.shard == shard && hd.global_step == e[i].step &&
-		    (hd.layout_hash != layout_hash || hd.nfloats != nfloats)) {
+		    !resumable(&hd, layout_hash, state_hash, nfloats)) {
 			rc = foreign(path, hd.layout_hash, hd.nfloats, layout_hash, nfloats, path_out, path_len);
 			break;
 		}
@@ -608,7 +621,7 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 			free(buf);
 			continue;
 		}
-		if (md.layout_hash != layout_hash || md.nfloats != nfloats) {
+		if (!resumable(&md, layout_hash, state_hash, nfloats)) {
 			/* the header check above decides this before the read;
 			 * kept for a file replaced between the two reads: its
 			 * parameters must not be taken for ours */

@@ -14,14 +14,17 @@ struct rdmaps_ckpt_meta {
 	uint64_t global_step;
 	double beta1_power, beta2_power;
 	uint64_t nfloats;
+	/* what the saved state depends on (model, floats, placement), not the
+	 * number of workers, sync or R; 0 in a version-1 file (before stop 34) */
+	uint64_t state_hash;
 };
 
 /* rdmaps_ckpt_restore found no checkpoint of the shard: start clean (not
  * an error). */
 #define RDMAPS_CKPT_NONE 1
 /* ... the newest readable checkpoint of the shard is another job
- * configuration's (layout hash or float count differ): not ours to resume,
- * nor to overwrite or prune. */
+ * configuration's (float count, or both layout and state hash differ): not
+ * ours to resume, nor to overwrite or prune. */
 #define RDMAPS_CKPT_FOREIGN 2
 /* ... checkpoints of the shard are there, and none of them is valid. */
 #define RDMAPS_CKPT_UNUSABLE 3
@@ -38,8 +41,8 @@ int rdmaps_ckpt_lock(const char *dir, uint32_t shard, int *fd, long *holder);
 /* Write params, m, v (each meta->nfloats; m and v may be NULL, stored absent)
  * to DIR/shard-<s>-step-<gstep>.ckpt atomically, then keep the newest `keep`
  * (>= 1) checkpoints of this shard and layout with a step <= gstep and
- * delete older ones (files of higher steps, and files of another layout
- * hash or that cannot be read, are left alone and not counted).
+ * delete older ones (files of higher steps, files this job would not
+ * resume, and files that cannot be read, are left alone and not counted).
  * Returns RDMAPS_OK, RDMAPS_E_INVAL (bad argument), RDMAPS_E_NOMEM or
  * RDMAPS_E_IO (logged with the path and errno). */
 int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
@@ -49,8 +52,11 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
  * are logged (RDMAPS_WARN, name and reason) and skipped, down to an older
  * one; *.tmp files are ignored.  A file that cannot be read (open or read
  * fails: EACCES, EIO, ...) stops the search: RDMAPS_E_IO, logged, named in
- * path_out (it may be the newest and valid).  The newest file that is valid but of
- * another layout_hash or nfloats stops the search: RDMAPS_CKPT_FOREIGN.  Buffers are
+ * path_out (it may be the newest and valid).  The newest valid file decides:
+ * resumed when it has nfloats floats and either layout_hash or (a version-2
+ * file) state_hash is this job's; compare meta->layout_hash to see which (a
+ * job with another number of workers, sync or R resumes on the state hash);
+ * else RDMAPS_CKPT_FOREIGN, and the search stops.  Buffers are
  * caller-allocated with nfloats floats; m / v may be NULL (not copied).  If
  * the file has no m (v) section and m (v) is non-NULL, it is zero-filled.
  * path_out (may be NULL) receives the file used, or for FOREIGN and
@@ -60,7 +66,7 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
  * RDMAPS_CKPT_UNUSABLE (files there, none valid), RDMAPS_E_INVAL,
  * RDMAPS_E_NOMEM, RDMAPS_E_IO (DIR or a checkpoint file unreadable). */
 int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
-			uint64_t nfloats, struct rdmaps_ckpt_meta *meta, float *params,
+			uint64_t state_hash, uint64_t nfloats, struct rdmaps_ckpt_meta *meta, float *params,
 			float *m, float *v, char *path_out, size_t path_len);
 
 /* Parse and validate a checkpoint image in memory.  On RDMAPS_OK, *meta is

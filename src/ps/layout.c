@@ -54,6 +54,13 @@ int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_l
 	}
 	l->nparams = rdm_model_nparams(l->model);
 	uint64_t h = rdmaps_placement_hash(&l->place);
+	/* the state (parameters, m, v, beta powers, step) depends on these
+	 * alone: a job with another number of workers, sync or R resumes it */
+	uint64_t sh = h;
+	uint64_t sparts[] = { 0x5354415445ull /* "STATE": never equal to hash */, (uint64_t)j->model, l->nparams };
+	for (size_t i = 0; i < sizeof(sparts) / sizeof(sparts[0]); i++)
+		sh ^= sparts[i] + 0x9e3779b97f4a7c15ull + (sh << 6) + (sh >> 2);
+	l->state_hash = sh;
 	/* R only where it counts: async ignores --replicas_to_aggregate (as
 	 * TF does, and as the cli says), so an async worker without it must not
 	 * be refused by an async ps with it.  Async hashes W, which is what R

@@ -115,6 +115,8 @@ struct rdmaps_layout {
 	struct rdmaps_placement place;
 	size_t nparams;
 	uint64_t hash;     /* model, placement, workers, sync, R: checkpoints carry it */
+	uint64_t state_hash; /* model, floats, placement: what a checkpoint's state
+			      * depends on; a job resumes a checkpoint of the same one */
 	uint64_t job_hash; /* hash + --learning_rate: a worker's hello must match the ps's */
 };
 int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_layout *l);

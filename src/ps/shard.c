@@ -387,7 +387,8 @@ static void save_ckpt(struct shard *s)
 {
 	const struct rdmaps_job *j = s->j;
 	struct rdmaps_ckpt_meta meta = { .shard = (uint32_t)j->task_index, .nshards = (uint32_t)j->nps,
-					 .layout_hash = s->L->hash, .global_step = s->version,
+					 .layout_hash = s->L->hash, .state_hash = s->L->state_hash,
+					 .global_step = s->version,
 					 .beta1_power = s->ost.beta1_power, .beta2_power = s->ost.beta2_power,
 					 .nfloats = s->n };
 	s->last_ckpt = rdmaps_now();
@@ -435,8 +436,8 @@ static int restore_ckpt(struct shard *s)
 		return 1;
 	}
 	/* into the accumulator (scratch): the target buffer depends on the step */
-	rc = rdmaps_ckpt_restore(j->logdir, (uint32_t)j->task_index, s->L->hash, s->n, &meta, s->acc, s->m,
-				     s->v, path, sizeof(path));
+	rc = rdmaps_ckpt_restore(j->logdir, (uint32_t)j->task_index, s->L->hash, s->L->state_hash, s->n, &meta,
+				 s->acc, s->m, s->v, path, sizeof(path));
 	if (rc == RDMAPS_CKPT_NONE) {
 		printf("ps %d: no checkpoint of shard %d in %s: starting clean\n", j->task_index,
 		       j->task_index, j->logdir);
@@ -449,9 +450,10 @@ static int restore_ckpt(struct shard *s)
 	 * newest checkpoint and pruned the rest, and both runs exited 0). */
 	if (rc == RDMAPS_CKPT_FOREIGN) {
 		fprintf(stderr, "ps %d: --logdir=%s: its newest checkpoint of shard %d, %s, is of another job "
-			"configuration (--model, --hidden_units, the number of ps or workers, --sync_replicas or "
-			"--replicas_to_aggregate differ): not resumed, and left untouched. Start this job with "
-			"the flags that wrote it, or give it another --logdir (or move those files away to start "
+			"configuration (--model, --hidden_units or the number of ps differ; for a checkpoint "
+			"of format 1, written before 2026-12-07, also the number of workers, --sync_replicas or "
+			"--replicas_to_aggregate): not resumed, and left untouched. Start this job with the "
+			"flags that wrote it, or give it another --logdir (or move those files away to start "
 			"clean)\n", j->task_index, j->logdir, j->task_index, path);
 		return 1;
 	}
@@ -487,6 +489,9 @@ static int restore_ckpt(struct shard *s)
 	s->saved_version = g;
 	s->restored = 1;
 	printf("ps %d: restored checkpoint %s (global step %llu)\n", j->task_index, path, (unsigned long long)g);
+	if (meta.layout_hash != s->L->hash)
+		printf("ps %d: that checkpoint was written by a job with another number of workers, "
+		       "--sync_replicas or --replicas_to_aggregate: resumed with this job's\n", j->task_index);
 	fflush(stdout);
 	return 0;
 }

@@ -14,11 +14,13 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "common/status.h"
 #include "ps/checkpoint.h"
 
 #define NF 1000
+#define SH 0x57a7e5ull /* this job's state hash (model, floats, placement) */
 
 static char tdir[256];
 
@@ -52,7 +54,7 @@ static struct rdmaps_ckpt_meta mk(uint64_t step)
 {
 	struct rdmaps_ckpt_meta md = { .shard = 1, .nshards = 2, .layout_hash = 0xabcdef1234ull,
 				       .global_step = step, .beta1_power = 0.9, .beta2_power = 0.999,
-				       .nfloats = NF };
+				       .nfloats = NF, .state_hash = SH };
 	return md;
 }
 
@@ -77,7 +79,7 @@ static int restore(uint64_t *step, float *p)
 	struct rdmaps_ckpt_meta md;
 	float m[NF], v[NF];
 	char path[600];
-	int rc = rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF, &md, p, m, v, path, sizeof(path));
+	int rc = rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH, NF, &md, p, m, v, path, sizeof(path));
 	if (rc == RDMAPS_OK) {
 		*step = md.global_step;
 		assert_int_equal(md.nfloats, NF);
@@ -134,7 +136,7 @@ static void t_no_slots(void **state)
 	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, NULL, NULL, 5), RDMAPS_OK);
 	memset(m, 0xff, sizeof(m));
 	memset(v, 0xff, sizeof(v));
-	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, md.layout_hash, NF, &out, p, m, v, NULL, 0), RDMAPS_OK);
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, md.layout_hash, SH, NF, &out, p, m, v, NULL, 0), RDMAPS_OK);
 	assert_true(m[10] == 0.0f && v[NF - 1] == 0.0f && p[2] == 8.0f);
 }
 
@@ -224,12 +226,14 @@ static void t_truncated(void **state)
 	}
 }
 
-/* save a checkpoint of another job configuration (layout hash 0x999) */
+/* save a checkpoint of another job configuration (layout hash 0x999, state
+ * hash 0x888: another model or placement) */
 static void save_foreign(uint64_t step, int keep)
 {
 	float p[NF];
 	struct rdmaps_ckpt_meta md = mk(step);
 	md.layout_hash = 0x999;
+	md.state_hash = 0x888;
 	fill(p, (float)step);
 	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, p, p, keep), RDMAPS_OK);
 }
@@ -246,19 +250,19 @@ static void t_layout_hash(void **state)
 	float p[NF];
 	struct rdmaps_ckpt_meta out;
 	char path[600];
-	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF, &out, p, NULL, NULL, path, sizeof(path)),
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH, NF, &out, p, NULL, NULL, path, sizeof(path)),
 			 RDMAPS_CKPT_FOREIGN);
 	assert_string_equal(path, ckpt_path(20));
 	/* the other way round: ours is newest, restored; the older foreign one is left */
 	save_step(30, 5);
 	expect_restored(30, p);
 	/* more floats asked for: the file parses, its count differs: FOREIGN */
-	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF + 1, &out, p, NULL, NULL, NULL, 0),
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH, NF + 1, &out, p, NULL, NULL, NULL, 0),
 			 RDMAPS_CKPT_FOREIGN);
 	/* fewer: every file is too large to be read as one of this job's, but
 	 * its header says whose it is: FOREIGN too, not skipped as damaged
 	 * (then a save of its step would have replaced it) */
-	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF - 1, &out, p, NULL, NULL, NULL, 0),
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH, NF - 1, &out, p, NULL, NULL, NULL, 0),
 			 RDMAPS_CKPT_FOREIGN);
 }
 
@@ -296,10 +300,10 @@ static void t_none_valid(void **state)
 	flip(ckpt_path(5), 0);
 	assert_int_equal(restore(&s, p), RDMAPS_CKPT_UNUSABLE);      /* only corrupt: not NONE */
 	struct rdmaps_ckpt_meta md;
-	assert_int_equal(rdmaps_ckpt_restore("/nonexistent/ckpt", 1, 1, NF, &md, p, NULL, NULL, NULL, 0),
+	assert_int_equal(rdmaps_ckpt_restore("/nonexistent/ckpt", 1, 1, SH, NF, &md, p, NULL, NULL, NULL, 0),
 			 RDMAPS_CKPT_NONE);                           /* missing dir */
 	/* other shard's files are not ours */
-	assert_int_equal(rdmaps_ckpt_restore(tdir, 0, 0xabcdef1234ull, NF, &md, p, NULL, NULL, NULL, 0),
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 0, 0xabcdef1234ull, SH, NF, &md, p, NULL, NULL, NULL, 0),
 			 RDMAPS_CKPT_NONE);
 }
 
@@ -429,6 +433,74 @@ static void t_lock(void **state)
 	assert_int_equal(rdmaps_ckpt_lock("/nonexistent/ckpt", 1, &fd, &holder), RDMAPS_E_IO);
 }
 
+/* A checkpoint of a job with another number of workers, sync or R (another
+ * layout hash, the same state hash): resumed, and the caller can tell from
+ * the layout hash it read back; pruning counts it as this job's.  Until stop
+ * 34 it was FOREIGN (TF resumes such a job). */
+static void t_other_workers(void **state)
+{
+	(void)state;
+	save_step(10, 5);
+	float p[NF], m[NF], v[NF];
+	fill(p, 20);
+	fill(m, 20 + 1000);
+	fill(v, 20 + 2000);
+	struct rdmaps_ckpt_meta md = mk(20), out;
+	md.layout_hash = 0x777;
+	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, m, v, 5), RDMAPS_OK);
+	uint64_t s = 0;
+	assert_int_equal(restore(&s, p), RDMAPS_OK);
+	assert_int_equal(s, 20);
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH, NF, &out, p, NULL, NULL, NULL, 0), RDMAPS_OK);
+	assert_true(out.layout_hash == 0x777 && out.state_hash == SH);
+	/* another state hash too (another model or placement): FOREIGN */
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH + 1, NF, &out, p, NULL, NULL, NULL, 0),
+			 RDMAPS_CKPT_FOREIGN);
+	/* keep 2: step 30 and the other workers' step 20 stay, 10 goes */
+	save_step(30, 2);
+	assert_int_equal(access(ckpt_path(30), F_OK), 0);
+	assert_int_equal(access(ckpt_path(20), F_OK), 0);
+	assert_int_not_equal(access(ckpt_path(10), F_OK), 0);
+}
+
+/* A file of format 1 (before stop 34: bytes 76..83 reserved, no state
+ * hash) is still read; it resumes only on its layout hash. */
+static void t_format1(void **state)
+{
+	(void)state;
+	save_step(40, 5);
+	FILE *f = fopen(ckpt_path(40), "r+b");
+	assert_non_null(f);
+	uint8_t h[88];
+	assert_int_equal(fread(h, 1, sizeof(h), f), sizeof(h));
+	h[4] = 1;
+	memset(h + 76, 0, 8);
+	uint32_t c = (uint32_t)crc32(crc32(0L, Z_NULL, 0), h, 84);
+	for (int i = 0; i < 4; i++)
+		h[84 + i] = (uint8_t)(c >> (8 * i));
+	assert_int_equal(fseek(f, 0, SEEK_SET), 0);
+	assert_int_equal(fwrite(h, 1, sizeof(h), f), sizeof(h));
+	assert_int_equal(fclose(f), 0);
+	float p[NF];
+	struct rdmaps_ckpt_meta out;
+	expect_restored(40, p);
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH, NF, &out, p, NULL, NULL, NULL, 0), RDMAPS_OK);
+	assert_true(out.state_hash == 0);
+	/* a job with other workers (other layout hash) cannot tell it is its own */
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0x777, SH, NF, &out, p, NULL, NULL, NULL, 0), RDMAPS_CKPT_FOREIGN);
+	/* format 1 with a reserved byte set: damaged */
+	h[80] = 1;
+	c = (uint32_t)crc32(crc32(0L, Z_NULL, 0), h, 84);
+	for (int i = 0; i < 4; i++)
+		h[84 + i] = (uint8_t)(c >> (8 * i));
+	f = fopen(ckpt_path(40), "r+b");
+	assert_non_null(f);
+	assert_int_equal(fwrite(h, 1, sizeof(h), f), sizeof(h));
+	assert_int_equal(fclose(f), 0);
+	uint64_t s;
+	assert_int_equal(restore(&s, p), RDMAPS_CKPT_UNUSABLE);
+}
+
 /* The newest checkpoint is there but cannot be read (EACCES here: mode 0
  * for a process that is not root; as root the test runs the restore in a
  * child that drops to uid/gid 65534).  The restore stops with RDMAPS_E_IO
@@ -456,7 +528,7 @@ static void t_unreadable(void **state)
 		struct rdmaps_ckpt_meta md;
 		float p[NF];
 		char path[600] = "";
-		int rc = rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, NF, &md, p, NULL, NULL, path, sizeof(path));
+		int rc = rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH, NF, &md, p, NULL, NULL, path, sizeof(path));
 		if (rc != RDMAPS_E_IO) {
 			fprintf(stderr, "restore returned %d (%s), step %llu; want RDMAPS_E_IO\n", rc,
 				rdmaps_strerror(rc), rc == RDMAPS_OK ? (unsigned long long)md.global_step : 0ULL);
@@ -498,10 +570,12 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(t_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_unreadable, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_other_workers, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_format1, setup, teardown),
 	};
 	const char *names[] = { "roundtrip", "no_slots", "prune", "prune_higher", "corrupt_any_byte", "truncated",
 				"layout_hash", "none_valid", "tmp_ignored", "unwritable", "parse_garbage", "huge_and_fifo",
-				"prune_foreign", "lock", "names", "unreadable" };
+				"prune_foreign", "lock", "names", "unreadable", "other_workers", "format1" };
 	rdmaps_log_set_level(RDMAPS_LOG_WARN);
 	if (argc > 1) {
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
