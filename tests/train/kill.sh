@@ -532,6 +532,25 @@ ckpt_restore)
 	chmod 0644 "$ro_/shard-0-step-170.ckpt"
 	[ "$(cd "$ro_" && md5sum shard-*.ckpt | sort)" = "$sums_" ] || fail "r7: the checkpoints changed"
 	grep "cannot read" "$dir/r7.log" | sed 's/^/  /'
+	# a --logdir whose directories the ps creates: each new directory is
+	# fsynced in its parent, so that it survives a crash with the
+	# checkpoints in it (until stop 34 only the checkpoint and its own
+	# directory were); seen with strace, where there is one
+	if command -v strace >/dev/null 2>&1; then
+		nd_="$dir/new/a"
+		# (LeakSanitizer cannot run under ptrace: off for this run of an ASan build)
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+			timeout 300 strace -f -y -e trace=fsync -o "$dir/r8.strace" "$bin" launch --ps=1 --workers=2 --sync_replicas \
+			--transport=tcp --data_dir="$data" --timeout=60 --logdir="$nd_/b" --train_steps=5 >"$dir/r8.log" 2>&1 \
+			|| fail "r8: launch under strace exited non-zero"
+		for d_ in "$dir" "$dir/new" "$nd_"; do
+			grep -q "fsync([0-9]*<$d_>) *= 0" "$dir/r8.strace" || fail "r8: $d_ was not fsynced after the ps created a directory in it"
+		done
+		grep -q "ps 0: saved checkpoint $nd_/b/shard-0-step-5.ckpt" "$dir/r8.log" || fail "r8: no checkpoint in $nd_/b"
+		echo "  r8: the ps fsynced $dir, $dir/new and $nd_ after creating new/a/b in them"
+	else
+		echo "  r8 not run: no strace (the fsync of a created --logdir's parents is not checked)"
+	fi
 	grep -h "starting clean\|restored\|skipping" "$dir"/r[1-3].log | sed 's/^/  /'
 	;;
 *) echo "usage: kill.sh BIN DATA_DIR worker_backup|worker_rejoin|duplicate|ps_restart|ps_skew|start_skew|finished_early|ckpt_restore"; exit 2 ;;
