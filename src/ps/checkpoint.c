@@ -305,6 +305,24 @@ static int read_header(const char *path, struct rdmaps_ckpt_meta *h)
 	return 1;
 }
 
+/* The format of the checkpoint file at path when its header is sound
+ * (magic, header crc) but of a format newer than this build reads, else 0.
+ * Skipped as damaged, such a file would be replaced by a save of its step
+ * after the job resumed from an older one (a downgrade of rdmaps). */
+static uint32_t newer_format(const char *path)
+{
+	uint8_t b[CK_HDR_LEN];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	ssize_t got = read(fd, b, sizeof(b));
+	close(fd);
+	if (got != (ssize_t)sizeof(b) || memcmp(b, CK_MAGIC, 4) != 0 || get32(b + 84) != crc(b, 84) ||
+	    get32(b + 4) <= CK_VERSION)
+		return 0;
+	return get32(b + 4);
+}
+
 /* 1 when the file at path has a valid checkpoint header that a job of
  * meta's hashes and floats would resume (resumable), else 0. */
 static int same_layout(const char *path, const struct rdmaps_ckpt_meta *meta)
@@ -581,6 +599,15 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 		 * is read: one of a larger model is too large to be read as ours
 		 * and would be skipped as damaged, then replaced by a save of its
 		 * step (a review) */
+		uint32_t fv = newer_format(path);
+		if (fv) {
+			RDMAPS_ERR("checkpoint: %s is of format %" PRIu32 ", written by a newer rdmaps (this one "
+				   "reads formats 1 to %u)", path, fv, CK_VERSION);
+			if (path_out && path_len)
+				snprintf(path_out, path_len, "%s", path);
+			rc = RDMAPS_CKPT_NEWER;
+			break;
+		}
 		struct rdmaps_ckpt_meta hd;
 		if (read_header(path, &hd) && hd.shard == shard && hd.global_step == e[i].step &&
 		    !resumable(&hd, layout_hash, state_hash, nfloats)) {

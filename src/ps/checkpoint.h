@@ -28,6 +28,9 @@ struct rdmaps_ckpt_meta {
 #define RDMAPS_CKPT_FOREIGN 2
 /* ... checkpoints of the shard are there, and none of them is valid. */
 #define RDMAPS_CKPT_UNUSABLE 3
+/* ... the newest one is of a newer format than this build reads (a sound
+ * header): not skipped as damaged, nor resumed behind, nor overwritten. */
+#define RDMAPS_CKPT_NEWER 4
 
 /* Take shard's lock in DIR (DIR/shard-<s>.lock, flock, exclusive, no wait)
  * and write this pid into it: one running ps per shard and logdir, so that
@@ -56,13 +59,14 @@ int rdmaps_ckpt_save(const char *dir, const struct rdmaps_ckpt_meta *meta,
  * resumed when it has nfloats floats and either layout_hash or (a version-2
  * file) state_hash is this job's; compare meta->layout_hash to see which (a
  * job with another number of workers, sync or R resumes on the state hash);
- * else RDMAPS_CKPT_FOREIGN, and the search stops.  Buffers are
+ * else RDMAPS_CKPT_FOREIGN, and the search stops; so does a file of a
+ * newer format (RDMAPS_CKPT_NEWER, logged).  Buffers are
  * caller-allocated with nfloats floats; m / v may be NULL (not copied).  If
  * the file has no m (v) section and m (v) is non-NULL, it is zero-filled.
- * path_out (may be NULL) receives the file used, or for FOREIGN and
+ * path_out (may be NULL) receives the file used, or for FOREIGN, NEWER and
  * UNUSABLE the newest file of the shard that decided it.
  * Returns RDMAPS_OK (outputs filled), RDMAPS_CKPT_NONE (no checkpoint of the
- * shard, or DIR missing: clean start), RDMAPS_CKPT_FOREIGN,
+ * shard, or DIR missing: clean start), RDMAPS_CKPT_FOREIGN, RDMAPS_CKPT_NEWER,
  * RDMAPS_CKPT_UNUSABLE (files there, none valid), RDMAPS_E_INVAL,
  * RDMAPS_E_NOMEM, RDMAPS_E_IO (DIR or a checkpoint file unreadable). */
 int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,

@@ -491,6 +491,13 @@ static int restore_ckpt(struct shard *s)
 			"clean)\n", j->task_index, j->logdir, j->task_index, path);
 		return 1;
 	}
+	if (rc == RDMAPS_CKPT_NEWER) {
+		fprintf(stderr, "ps %d: --logdir=%s: its newest checkpoint of shard %d, %s, is of a newer format "
+			"(the reason is above): not resumed, nor resumed behind, and left untouched. Run the "
+			"rdmaps that wrote it, or give this job another --logdir\n", j->task_index, j->logdir,
+			j->task_index, path);
+		return 1;
+	}
 	if (rc == RDMAPS_CKPT_UNUSABLE) {
 		fprintf(stderr, "ps %d: --logdir=%s: no checkpoint of shard %d there is valid (the newest: %s; "
 			"the reasons are above): not starting clean over them, they are left untouched. Give "

@@ -463,24 +463,34 @@ static void t_other_workers(void **state)
 	assert_int_not_equal(access(ckpt_path(10), F_OK), 0);
 }
 
-/* A file of format 1 (before stop 34: bytes 76..83 reserved, no state
- * hash) is still read; it resumes only on its layout hash. */
-static void t_format1(void **state)
+/* Rewrite the header of step's file: format `version`, bytes 76..83 set to
+ * `hash76` (the state hash; a version-1 file's reserved words), the header
+ * crc made right again. */
+static void set_header(uint64_t step, uint32_t version, uint64_t hash76)
 {
-	(void)state;
-	save_step(40, 5);
-	FILE *f = fopen(ckpt_path(40), "r+b");
+	FILE *f = fopen(ckpt_path(step), "r+b");
 	assert_non_null(f);
 	uint8_t h[88];
 	assert_int_equal(fread(h, 1, sizeof(h), f), sizeof(h));
-	h[4] = 1;
-	memset(h + 76, 0, 8);
+	for (int i = 0; i < 4; i++)
+		h[4 + i] = (uint8_t)(version >> (8 * i));
+	for (int i = 0; i < 8; i++)
+		h[76 + i] = (uint8_t)(hash76 >> (8 * i));
 	uint32_t c = (uint32_t)crc32(crc32(0L, Z_NULL, 0), h, 84);
 	for (int i = 0; i < 4; i++)
 		h[84 + i] = (uint8_t)(c >> (8 * i));
 	assert_int_equal(fseek(f, 0, SEEK_SET), 0);
 	assert_int_equal(fwrite(h, 1, sizeof(h), f), sizeof(h));
 	assert_int_equal(fclose(f), 0);
+}
+
+/* A file of format 1 (before stop 34: bytes 76..83 reserved, no state
+ * hash) is still read; it resumes only on its layout hash. */
+static void t_format1(void **state)
+{
+	(void)state;
+	save_step(40, 5);
+	set_header(40, 1, 0);
 	float p[NF];
 	struct rdmaps_ckpt_meta out;
 	expect_restored(40, p);
@@ -488,17 +498,31 @@ static void t_format1(void **state)
 	assert_true(out.state_hash == 0);
 	/* a job with other workers (other layout hash) cannot tell it is its own */
 	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0x777, SH, NF, &out, p, NULL, NULL, NULL, 0), RDMAPS_CKPT_FOREIGN);
-	/* format 1 with a reserved byte set: damaged */
-	h[80] = 1;
-	c = (uint32_t)crc32(crc32(0L, Z_NULL, 0), h, 84);
-	for (int i = 0; i < 4; i++)
-		h[84 + i] = (uint8_t)(c >> (8 * i));
-	f = fopen(ckpt_path(40), "r+b");
-	assert_non_null(f);
-	assert_int_equal(fwrite(h, 1, sizeof(h), f), sizeof(h));
-	assert_int_equal(fclose(f), 0);
+	/* format 1 with a reserved word set: damaged */
+	set_header(40, 1, (uint64_t)1 << 32);
 	uint64_t s;
 	assert_int_equal(restore(&s, p), RDMAPS_CKPT_UNUSABLE);
+}
+
+/* The newest file is of a format newer than this build reads (a sound
+ * header): the restore stops (RDMAPS_CKPT_NEWER, named) and leaves it;
+ * until stop 34 it was skipped as damaged, the older one resumed, and a
+ * save of its step would have replaced it (an rdmaps downgrade). */
+static void t_newer(void **state)
+{
+	(void)state;
+	save_step(10, 5);
+	save_step(20, 5);
+	set_header(20, 3, SH);
+	float p[NF];
+	struct rdmaps_ckpt_meta out;
+	char path[600] = "";
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH, NF, &out, p, NULL, NULL, path, sizeof(path)),
+			 RDMAPS_CKPT_NEWER);
+	assert_string_equal(path, ckpt_path(20));
+	/* a bad header crc is damage, whatever the version says */
+	flip(ckpt_path(20), 84);
+	expect_restored(10, p);
 }
 
 /* The newest checkpoint is there but cannot be read (EACCES here: mode 0
@@ -572,10 +596,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(t_unreadable, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_other_workers, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_format1, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_newer, setup, teardown),
 	};
 	const char *names[] = { "roundtrip", "no_slots", "prune", "prune_higher", "corrupt_any_byte", "truncated",
 				"layout_hash", "none_valid", "tmp_ignored", "unwritable", "parse_garbage", "huge_and_fifo",
-				"prune_foreign", "lock", "names", "unreadable", "other_workers", "format1" };
+				"prune_foreign", "lock", "names", "unreadable", "other_workers", "format1", "newer" };
 	rdmaps_log_set_level(RDMAPS_LOG_WARN);
 	if (argc > 1) {
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
