@@ -3,7 +3,7 @@
  *
  *   eval_snapshots --model mlp|lstm [--hidden_units N] --data_dir DIR FILE
  *
- * FILE holds records: u64 global_step, f64 time (seconds, rdmaps_now),
+ * FILE holds records: u64 global_step, f64 time (Unix seconds, rdmaps_wall),
  * u64 nfloats, then nfloats floats.  For each record prints one JSON line
  *   {"global_step":G,"t":T,"val_ce":CE,"val_acc":A}
  * where CE is the SUMMED cross entropy over the 5000 validation images

@@ -289,38 +289,46 @@ static void prune_tmp(const char *dir, uint32_t shard)
 }
 
 /* The header of the checkpoint file at path, when it has a valid one
- * (header_fault): 1 and *h filled from it; else 0.  Reads CK_HDR_LEN
- * bytes only, whatever the file's size. */
-static int read_header(const char *path, struct rdmaps_ckpt_meta *h)
+ * (header_fault): 1 and *h filled from it; else 0, or -1 (errno set) when
+ * the file is there but its open or read failed (read_file's rule).  When
+ * newer is not NULL, *newer is the format of a sound header (magic, header
+ * crc) newer than this build reads, else 0: skipped as damaged, such a file
+ * would be replaced by a save of its step after the job resumed from an
+ * older one (a downgrade of rdmaps).  Reads CK_HDR_LEN bytes only,
+ * whatever the file's size. */
+static int read_header(const char *path, struct rdmaps_ckpt_meta *h, uint32_t *newer)
 {
+	if (newer)
+		*newer = 0;
 	uint8_t b[CK_HDR_LEN];
+	struct stat ls;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return 0;
-	ssize_t got = read(fd, b, sizeof(b));
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENXIO || (e == ENOENT && lstat(path, &ls) != 0))
+			return 0;
+		errno = e;
+		return -1;
+	}
+	ssize_t got;
+	do
+		got = read(fd, b, sizeof(b));
+	while (got < 0 && errno == EINTR);
+	int e = errno;
 	close(fd);
-	if (got != (ssize_t)sizeof(b) || header_fault(b))
+	if (got < 0 && e != EISDIR) { /* a directory: not a regular file, skipped */
+		errno = e;
+		return -1;
+	}
+	if (got != (ssize_t)sizeof(b))
 		return 0;
+	if (header_fault(b)) {
+		if (newer && !memcmp(b, CK_MAGIC, 4) && get32(b + 84) == crc(b, 84) && get32(b + 4) > CK_VERSION)
+			*newer = get32(b + 4);
+		return 0;
+	}
 	header_meta(b, h);
 	return 1;
-}
-
-/* The format of the checkpoint file at path when its header is sound
- * (magic, header crc) but of a format newer than this build reads, else 0.
- * Skipped as damaged, such a file would be replaced by a save of its step
- * after the job resumed from an older one (a downgrade of rdmaps). */
-static uint32_t newer_format(const char *path)
-{
-	uint8_t b[CK_HDR_LEN];
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return 0;
-	ssize_t got = read(fd, b, sizeof(b));
-	close(fd);
-	if (got != (ssize_t)sizeof(b) || memcmp(b, CK_MAGIC, 4) != 0 || get32(b + 84) != crc(b, 84) ||
-	    get32(b + 4) <= CK_VERSION)
-		return 0;
-	return get32(b + 4);
 }
 
 /* 1 when the file at path has a valid checkpoint header that a job of
@@ -328,7 +336,8 @@ static uint32_t newer_format(const char *path)
 static int same_layout(const char *path, const struct rdmaps_ckpt_meta *meta)
 {
 	struct rdmaps_ckpt_meta hd;
-	return read_header(path, &hd) && resumable(&hd, meta->layout_hash, meta->state_hash, meta->nfloats);
+	return read_header(path, &hd, NULL) == 1 &&
+	       resumable(&hd, meta->layout_hash, meta->state_hash, meta->nfloats);
 }
 
 static int fsync_dir(const char *dir)
@@ -506,9 +515,14 @@ static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, c
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
+		struct stat ls;
 		*why = strerror(e);
-		/* gone since the listing; a socket (ENXIO) */
-		return e == ENOENT || e == ENXIO ? RDMAPS_E_CORRUPT : RDMAPS_E_IO;
+		/* gone since the listing (a symlink whose target is missing,
+		 * say on a volume not mounted yet, is still there: unread); a
+		 * socket (ENXIO) */
+		if (e == ENXIO || (e == ENOENT && lstat(path, &ls) != 0))
+			return RDMAPS_E_CORRUPT;
+		return RDMAPS_E_IO;
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
@@ -599,7 +613,17 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 		 * is read: one of a larger model is too large to be read as ours
 		 * and would be skipped as damaged, then replaced by a save of its
 		 * step (a review) */
-		uint32_t fv = newer_format(path);
+		struct rdmaps_ckpt_meta hd;
+		uint32_t fv;
+		int hr = read_header(path, &hd, &fv);
+		if (hr < 0) {
+			/* unread, not damaged (as read_file's RDMAPS_E_IO below) */
+			RDMAPS_ERR("checkpoint: cannot read %s: %s", path, strerror(errno));
+			if (path_out && path_len)
+				snprintf(path_out, path_len, "%s", path);
+			rc = RDMAPS_E_IO;
+			break;
+		}
 		if (fv) {
 			RDMAPS_ERR("checkpoint: %s is of format %" PRIu32 ", written by a newer rdmaps (this one "
 				   "reads formats 1 to %u)", path, fv, CK_VERSION);
@@ -608,8 +632,7 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 			rc = RDMAPS_CKPT_NEWER;
 			break;
 		}
-		struct rdmaps_ckpt_meta hd;
-		if (read_header(path, &hd) && hd.shard == shard && hd.global_step == e[i].step &&
+		if (hr == 1 && hd.shard == shard && hd.global_step == e[i].step &&
 		    !resumable(&hd, layout_hash, state_hash, nfloats)) {
 			rc = foreign(path, hd.layout_hash, hd.nfloats, layout_hash, nfloats, path_out, path_len);
 			break;

@@ -699,7 +699,8 @@ static int wait_token(struct worker *w, int p)
 }
 
 /* --snapshot_file record (bench/step/eval_snapshots reads it): u64 global
- * step, f64 time (rdmaps_now), u64 nfloats, then the parameters. */
+ * step, f64 time (rdmaps_wall: Unix time, as --metrics "t"), u64 nfloats, then
+ * the parameters. */
 /* --dump_params: the final parameters, raw floats, into PATH.tmp.PID, then
  * fsync and rename over PATH, so that a failed write (full disk) leaves the
  * previous dump as it was (a PATH that is not a regular file is written

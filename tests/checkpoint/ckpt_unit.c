@@ -525,6 +525,25 @@ static void t_newer(void **state)
 	expect_restored(10, p);
 }
 
+/* The newest checkpoint's name is a symlink whose target is missing (a
+ * volume not mounted yet, say): open says ENOENT, but the name is there,
+ * so it is unread, not gone: RDMAPS_E_IO naming it, not the older one. */
+static void t_dangling(void **state)
+{
+	(void)state;
+	save_step(10, 5);
+	assert_int_equal(symlink("/nonexistent-rdmaps-volume/shard-1-step-20.ckpt", ckpt_path(20)), 0);
+	float p[NF];
+	struct rdmaps_ckpt_meta out;
+	char path[600] = "", want[600];
+	snprintf(want, sizeof(want), "%s", ckpt_path(20));
+	assert_int_equal(rdmaps_ckpt_restore(tdir, 1, 0xabcdef1234ull, SH, NF, &out, p, NULL, NULL, path, sizeof(path)),
+			 RDMAPS_E_IO);
+	assert_string_equal(path, want);
+	assert_int_equal(unlink(want), 0);
+	expect_restored(10, p);
+}
+
 /* The newest checkpoint is there but cannot be read (EACCES here: mode 0
  * for a process that is not root; as root the test runs the restore in a
  * child that drops to uid/gid 65534).  The restore stops with RDMAPS_E_IO
@@ -547,6 +566,8 @@ static void t_unreadable(void **state)
 	if (pid == 0) {
 		if (geteuid() == 0 && (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
 			_exit(77);
+		if (access(tdir, R_OK | X_OK))
+			_exit(77); /* TMPDIR under a directory uid 65534 cannot enter */
 		if (access(want, R_OK) == 0)
 			_exit(77); /* still readable (a capability kept?) */
 		struct rdmaps_ckpt_meta md;
@@ -597,10 +618,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(t_other_workers, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_format1, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_newer, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_dangling, setup, teardown),
 	};
 	const char *names[] = { "roundtrip", "no_slots", "prune", "prune_higher", "corrupt_any_byte", "truncated",
 				"layout_hash", "none_valid", "tmp_ignored", "unwritable", "parse_garbage", "huge_and_fifo",
-				"prune_foreign", "lock", "names", "unreadable", "other_workers", "format1", "newer" };
+				"prune_foreign", "lock", "names", "unreadable", "other_workers", "format1", "newer", "dangling" };
 	rdmaps_log_set_level(RDMAPS_LOG_WARN);
 	if (argc > 1) {
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)

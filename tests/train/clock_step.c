@@ -55,6 +55,8 @@ __attribute__((constructor)) static void setup(void)
 
 int clock_gettime(clockid_t id, struct timespec *ts)
 {
+	if (!real_gettime) /* called before the constructor (another library's) */
+		real_gettime = (gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
 	if (!real_gettime)
 		return -1;
 	int rc = real_gettime(id, ts);

@@ -712,7 +712,7 @@ ipv6)
 	check_ce 5000 2
 	;;
 clock_step)
-	# The wall clock steps forward by an hour every 0.15 s in every task
+	# The wall clock steps forward by an hour every 0.05 s in every task
 	# (tests/train/clock_step.c, LD_PRELOAD; $5 is the library), as NTP or
 	# `date -s` may step it: nothing times out, the job trains as any other.
 	# Every deadline is on CLOCK_MONOTONIC; only the printed times (step
@@ -722,7 +722,7 @@ clock_step)
 	shim=$5
 	[ -f "$shim" ] || fail "no clock_step library at '$shim'"
 	# (an ASan build wants its runtime first in the library list)
-	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 RDMAPS_TEST_CLOCK_STEP=0.15,3600 \
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 RDMAPS_TEST_CLOCK_STEP=0.05,3600 \
 		LD_PRELOAD="$shim" timeout 600 "$bin" launch --ps=1 --workers=2 --sync_replicas=True --transport="$tr" \
 		--data_dir="$data" --train_steps=400 --log_every=100 --timeout=60 >"$out" 2>&1 \
 		|| fail "launch exited non-zero under a stepping wall clock"

@@ -51,6 +51,7 @@ if [ ! -e "$data/train-images-idx3-ubyte" ] && [ ! -e "$data/train-images-idx3-u
 	echo "SKIPPED: no MNIST in $data"; exit 77
 fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/rdmaps-kill-XXXXXX")
+dir=$(cd "$dir" && pwd -P) # as the kernel names it (strace -y in ckpt_restore)
 declare -A pid
 cleanup() {
 	for k in "${!pid[@]}"; do kill -9 "${pid[$k]}" 2>/dev/null; done
@@ -520,18 +521,24 @@ ckpt_restore)
 		&& chmod 0 "$ro_/shard-0-step-170.ckpt" && chmod 0711 "$dir" || fail "r7: cannot set up $ro_"
 	as_=
 	[ "$(id -u)" -eq 0 ] && as_="setpriv --reuid=65534 --regid=65534 --clear-groups"
-	sums_=$(cd "$ro_" && md5sum shard-*.ckpt | sort)
-	$as_ "$bin" --job_name=ps --task_index=0 --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="$wk_" \
-		--sync_replicas --transport=tcp --logdir="$ro_" --timeout=5 >"$dir/r7.log" 2>&1 \
-		&& fail "r7: a ps whose newest checkpoint cannot be read exited 0"
-	grep -q "checkpoint: cannot read $ro_/shard-0-step-170.ckpt: Permission denied" "$dir/r7.log" \
-		|| fail "r7: the unreadable checkpoint and its reason are not named"
-	grep -q "ps 0: --logdir=$ro_: cannot read $ro_/shard-0-step-170.ckpt (the reason is above): not resuming" "$dir/r7.log" \
-		|| fail "r7: the ps did not say why it stops"
-	! grep -q "restored checkpoint" "$dir/r7.log" || fail "r7: the ps restored an older checkpoint"
-	chmod 0644 "$ro_/shard-0-step-170.ckpt"
-	[ "$(cd "$ro_" && md5sum shard-*.ckpt | sort)" = "$sums_" ] || fail "r7: the checkpoints changed"
-	grep "cannot read" "$dir/r7.log" | sed 's/^/  /'
+	# (as uid 65534: setpriv there, the binary and $ro_ reachable, the file not readable)
+	if [ -z "$as_" ] || { command -v setpriv >/dev/null 2>&1 && $as_ test -x "$bin" && $as_ test -w "$ro_" &&
+		! $as_ test -r "$ro_/shard-0-step-170.ckpt"; }; then
+		sums_=$(cd "$ro_" && md5sum shard-*.ckpt | sort)
+		$as_ "$bin" --job_name=ps --task_index=0 --ps_hosts="127.0.0.1:${ports[0]}" --worker_hosts="$wk_" \
+			--sync_replicas --transport=tcp --logdir="$ro_" --timeout=5 >"$dir/r7.log" 2>&1 \
+			&& fail "r7: a ps whose newest checkpoint cannot be read exited 0"
+		grep -q "checkpoint: cannot read $ro_/shard-0-step-170.ckpt: Permission denied" "$dir/r7.log" \
+			|| fail "r7: the unreadable checkpoint and its reason are not named"
+		grep -q "ps 0: --logdir=$ro_: cannot read $ro_/shard-0-step-170.ckpt (the reason is above): not resuming" "$dir/r7.log" \
+			|| fail "r7: the ps did not say why it stops"
+		! grep -q "restored checkpoint" "$dir/r7.log" || fail "r7: the ps restored an older checkpoint"
+		chmod 0644 "$ro_/shard-0-step-170.ckpt"
+		[ "$(cd "$ro_" && md5sum shard-*.ckpt | sort)" = "$sums_" ] || fail "r7: the checkpoints changed"
+		grep "cannot read" "$dir/r7.log" | sed 's/^/  /'
+	else
+		echo "  r7 not run: no setpriv, or uid 65534 cannot reach $bin or $ro_ (the unreadable newest checkpoint is not checked end to end; ckpt_unreadable checks the restore)"
+	fi
 	# a --logdir whose directories the ps creates: each new directory is
 	# fsynced in its parent, so that it survives a crash with the
 	# checkpoints in it (until stop 34 only the checkpoint and its own
