@@ -135,7 +135,7 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
     if delay_ms:
         common += ["--straggler_delay_ms=%d" % delay_ms, "--straggler_task=%d" % strag_task]
     procs = []
-    t_launch = time.time()
+    t_launch = time.monotonic()
     for k in range(P):
         f = open(os.path.join(d, "ps%d.log" % k), "w")
         procs.append(("ps%d" % k, subprocess.Popen(
@@ -151,11 +151,11 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
             [a.rdmaps, "--job_name=worker", "--task_index=%d" % k] + common + extra,
             stdout=f, stderr=subprocess.STDOUT,
             preexec_fn=(lambda: os.nice(a.worker_nice)) if a.worker_nice else None), f))
-    deadline = time.time() + a.task_timeout + 30
+    deadline = time.monotonic() + a.task_timeout + 30
     bad = []
     for nm, p, f in procs:
         try:
-            rc = p.wait(timeout=max(1, deadline - time.time()))
+            rc = p.wait(timeout=max(1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             p.terminate()
             try:
@@ -177,7 +177,7 @@ def run_cluster(a, name, model, P, W, sync, R=0, steps=200, delay_ms=0,
     info = {"name": name, "model": model, "ps": P, "workers": W, "sync": bool(sync),
             "replicas": (R or W) if sync else None, "train_steps": steps,
             "straggler_delay_ms": delay_ms, "straggler_task": strag_task if delay_ms else None,
-            "transport": a.transport, "wall_s_launch_to_exit": time.time() - t_launch,
+            "transport": a.transport, "wall_s_launch_to_exit": time.monotonic() - t_launch,
             "dir": d}
     shards = []
     for k in range(P):
