@@ -56,27 +56,24 @@ int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_l
 	uint64_t h = rdmaps_placement_hash(&l->place);
 	/* the state (parameters, m, v, beta powers, step) depends on these
 	 * alone: a job with another number of workers, sync or R resumes it */
-	uint64_t sh = h;
-	uint64_t sparts[] = { 0x5354415445ull /* "STATE": never equal to hash */, (uint64_t)j->model, l->nparams };
-	for (size_t i = 0; i < sizeof(sparts) / sizeof(sparts[0]); i++)
-		sh ^= sparts[i] + 0x9e3779b97f4a7c15ull + (sh << 6) + (sh >> 2);
-	l->state_hash = sh;
+	uint64_t sh = rdmaps_hash_mix(h, 0x5354415445ull); /* "STATE": never equal to hash */
+	sh = rdmaps_hash_mix(sh, (uint64_t)j->model);
+	l->state_hash = rdmaps_hash_mix(sh, l->nparams);
 	/* R only where it counts: async ignores --replicas_to_aggregate (as
 	 * TF does, and as the cli says), so an async worker without it must not
 	 * be refused by an async ps with it.  Async hashes W, which is what R
 	 * defaults to: checkpoints written before this keep their hash. */
 	uint64_t parts[] = { (uint64_t)j->model, l->nparams, (uint64_t)j->nworkers, (uint64_t)j->sync,
 			     (uint64_t)(j->sync ? job_replicas(j) : j->nworkers) };
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		h ^= parts[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	}
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		h = rdmaps_hash_mix(h, parts[i]);
 	l->hash = h;
 	/* The ps runs the optimizer with its own --learning_rate; a worker
 	 * started with another must not train silently at the ps's rate.  Kept
 	 * out of l->hash, so a restart may resume a checkpoint at a new rate. */
 	uint32_t lr_bits;
 	memcpy(&lr_bits, &j->learning_rate, sizeof(lr_bits));
-	l->job_hash = h ^ ((uint64_t)lr_bits + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+	l->job_hash = rdmaps_hash_mix(h, lr_bits);
 	return 0;
 }
 

@@ -120,6 +120,13 @@ struct rdmaps_layout {
 	uint64_t job_hash; /* hash + --learning_rate: a worker's hello must match the ps's */
 };
 int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_layout *l);
+/* One step of the hashes of a layout (boost's hash_combine, 64-bit): h
+ * mixed with v.  layout.c builds hash, state_hash and job_hash with it. */
+static inline uint64_t rdmaps_hash_mix(uint64_t h, uint64_t v)
+{
+	return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+}
+
 /* The hello's hash for ps task `ps`: job_hash and the shard the worker means.
  * A worker whose --ps_hosts lists the ps tasks in another order (or names
  * one ps twice) reaches a ps that is not the shard it means: refused, where
@@ -127,7 +134,7 @@ int rdmaps_layout_new(const struct rdmaps_job *j, int max_batch, struct rdmaps_l
 static inline uint64_t rdmaps_hello_hash(const struct rdmaps_layout *l, int ps)
 {
 	uint64_t h = l->job_hash;
-	return h ^ ((uint64_t)ps + 1 + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+	return rdmaps_hash_mix(h, (uint64_t)ps + 1);
 }
 void rdmaps_layout_free(struct rdmaps_layout *l);
 /* replicas_to_aggregate in effect */
