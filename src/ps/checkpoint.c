@@ -74,17 +74,30 @@ static int corrupt(const char *why)
 	return RDMAPS_E_CORRUPT;
 }
 
+static const char version_fault[] = "unsupported version";
+
 /* The fixed header's own checks on its CK_HDR_LEN bytes: NULL when the
- * magic, header crc and version are right, else what is wrong. */
+ * magic, header crc and version (1..CK_VERSION) are right, else what is
+ * wrong; version_fault only when the magic and crc are right. */
 static const char *header_fault(const uint8_t *b)
 {
 	if (memcmp(b, CK_MAGIC, 4) != 0)
 		return "bad magic";
 	if (get32(b + 84) != crc(b, 84))
 		return "header crc mismatch";
-	if (get32(b + 4) != 1 && get32(b + 4) != 2)
-		return "unsupported version";
+	if (get32(b + 4) < 1 || get32(b + 4) > CK_VERSION)
+		return version_fault;
 	return NULL;
+}
+
+/* An open of path that failed with e: 1 when the name is gone (since the
+ * listing) or is a socket (ENXIO), which the restore skips as it skips a
+ * damaged file; 0 when the file is there but unread (EACCES, EMFILE, a
+ * symlink to a missing target, say on a volume not mounted yet, ...). */
+static int gone_on_open(const char *path, int e)
+{
+	struct stat ls;
+	return e == ENXIO || (e == ENOENT && lstat(path, &ls) != 0);
 }
 
 /* The meta fields of a header that passed header_fault. */
@@ -301,11 +314,10 @@ static int read_header(const char *path, struct rdmaps_ckpt_meta *h, uint32_t *n
 	if (newer)
 		*newer = 0;
 	uint8_t b[CK_HDR_LEN];
-	struct stat ls;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
-		if (e == ENXIO || (e == ENOENT && lstat(path, &ls) != 0))
+		if (gone_on_open(path, e))
 			return 0;
 		errno = e;
 		return -1;
@@ -322,8 +334,9 @@ static int read_header(const char *path, struct rdmaps_ckpt_meta *h, uint32_t *n
 	}
 	if (got != (ssize_t)sizeof(b))
 		return 0;
-	if (header_fault(b)) {
-		if (newer && !memcmp(b, CK_MAGIC, 4) && get32(b + 84) == crc(b, 84) && get32(b + 4) > CK_VERSION)
+	const char *fault = header_fault(b);
+	if (fault) {
+		if (newer && fault == version_fault && get32(b + 4) > CK_VERSION)
 			*newer = get32(b + 4);
 		return 0;
 	}
@@ -515,14 +528,8 @@ static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, c
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
-		struct stat ls;
 		*why = strerror(e);
-		/* gone since the listing (a symlink whose target is missing,
-		 * say on a volume not mounted yet, is still there: unread); a
-		 * socket (ENXIO) */
-		if (e == ENXIO || (e == ENOENT && lstat(path, &ls) != 0))
-			return RDMAPS_E_CORRUPT;
-		return RDMAPS_E_IO;
+		return gone_on_open(path, e) ? RDMAPS_E_CORRUPT : RDMAPS_E_IO;
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0) {
@@ -567,6 +574,24 @@ static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, c
 	return RDMAPS_OK;
 }
 
+/* path into path_out (the restore's "the file that decided"), when given. */
+static void name_path(char *path_out, size_t path_len, const char *path)
+{
+	if (path_out && path_len)
+		snprintf(path_out, path_len, "%s", path);
+}
+
+/* A checkpoint file that is there but cannot be read (why): not damaged,
+ * only unread, so the restore stops there: an older one would resume the
+ * job behind it, and a save of its step would replace it.  Logged, named in
+ * path_out; RDMAPS_E_IO. */
+static int unread(const char *path, const char *why, char *path_out, size_t path_len)
+{
+	RDMAPS_ERR("checkpoint: cannot read %s: %s", path, why);
+	name_path(path_out, path_len, path);
+	return RDMAPS_E_IO;
+}
+
 /* A valid checkpoint at path of another job configuration: logged with
  * both hashes and counts, named in path_out; RDMAPS_CKPT_FOREIGN. */
 static int foreign(const char *path, uint64_t hash, uint64_t nf, uint64_t layout_hash, uint64_t nfloats,
@@ -575,8 +600,7 @@ static int foreign(const char *path, uint64_t hash, uint64_t nf, uint64_t layout
 	RDMAPS_ERR("checkpoint: %s is of another job configuration (layout hash %016llx, %llu floats; "
 		   "this job: %016llx, %llu)", path, (unsigned long long)hash, (unsigned long long)nf,
 		   (unsigned long long)layout_hash, (unsigned long long)nfloats);
-	if (path_out && path_len)
-		snprintf(path_out, path_len, "%s", path);
+	name_path(path_out, path_len, path);
 	return RDMAPS_CKPT_FOREIGN;
 }
 
@@ -617,18 +641,13 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 		uint32_t fv;
 		int hr = read_header(path, &hd, &fv);
 		if (hr < 0) {
-			/* unread, not damaged (as read_file's RDMAPS_E_IO below) */
-			RDMAPS_ERR("checkpoint: cannot read %s: %s", path, strerror(errno));
-			if (path_out && path_len)
-				snprintf(path_out, path_len, "%s", path);
-			rc = RDMAPS_E_IO;
+			rc = unread(path, strerror(errno), path_out, path_len);
 			break;
 		}
 		if (fv) {
 			RDMAPS_ERR("checkpoint: %s is of format %" PRIu32 ", written by a newer rdmaps (this one "
 				   "reads formats 1 to %u)", path, fv, CK_VERSION);
-			if (path_out && path_len)
-				snprintf(path_out, path_len, "%s", path);
+			name_path(path_out, path_len, path);
 			rc = RDMAPS_CKPT_NEWER;
 			break;
 		}
@@ -645,12 +664,7 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 			break;
 		}
 		if (r == RDMAPS_E_IO) {
-			/* not damaged: unread.  An older one would resume the job
-			 * behind it, and a save of its step would replace it */
-			RDMAPS_ERR("checkpoint: cannot read %s: %s", path, why);
-			if (path_out && path_len)
-				snprintf(path_out, path_len, "%s", path);
-			rc = r;
+			rc = unread(path, why, path_out, path_len);
 			break;
 		}
 		if (r != RDMAPS_OK) {
@@ -694,8 +708,7 @@ int rdmaps_ckpt_restore(const char *dir, uint32_t shard, uint64_t layout_hash,
 				memset(v, 0, sb);
 		}
 		*meta = md;
-		if (path_out && path_len)
-			snprintf(path_out, path_len, "%s", path);
+		name_path(path_out, path_len, path);
 		free(buf);
 		rc = RDMAPS_OK;
 		break;
