@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,17 +354,67 @@ static int same_layout(const char *path, const struct rdmaps_ckpt_meta *meta)
 	       resumable(&hd, meta->layout_hash, meta->state_hash, meta->nfloats);
 }
 
+/* fsync the directory dir: 0, or -1 with errno set (not logged). */
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int r = fsync(fd), e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}
+
 static int fsync_dir(const char *dir)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY);
-	if (fd < 0 || fsync(fd) != 0) {
+	if (sync_dir(dir)) {
 		RDMAPS_ERR("checkpoint: fsync dir %s: %s", dir, strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		return RDMAPS_E_IO;
 	}
-	close(fd);
 	return RDMAPS_OK;
+}
+
+/* The directory holding path p (its parent; "." for a name without '/')
+ * synced, so that a directory just created there survives a crash; a
+ * filesystem that cannot (EINVAL) gets a warning. */
+static void sync_parent(const char *p)
+{
+	char d[PATH_MAX];
+	const char *slash = strrchr(p, '/');
+	if (!slash)
+		snprintf(d, sizeof(d), ".");
+	else if (slash == p)
+		snprintf(d, sizeof(d), "/");
+	else
+		snprintf(d, sizeof(d), "%.*s", (int)(slash - p), p);
+	if (sync_dir(d))
+		RDMAPS_WARN("checkpoint: --logdir: fsync of %s after creating %s: %s (the new directory may not "
+			    "survive a crash)", d, p, strerror(errno));
+}
+
+int rdmaps_ckpt_mkdir(const char *dir)
+{
+	char p[PATH_MAX];
+	if (strlen(dir) >= sizeof(p)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *c = p + 1;; c++) {
+		if (*c == '/' || !*c) {
+			char save = *c;
+			*c = 0;
+			if (mkdir(p, 0755) == 0)
+				sync_parent(p);
+			else if (errno != EEXIST)
+				return -1;
+			*c = save;
+			if (!save)
+				break;
+		}
+	}
+	return 0;
 }
 
 int rdmaps_ckpt_lock(const char *dir, uint32_t shard, int *fd, long *holder)

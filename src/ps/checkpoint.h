@@ -32,6 +32,13 @@ struct rdmaps_ckpt_meta {
  * header): not skipped as damaged, nor resumed behind, nor overwritten. */
 #define RDMAPS_CKPT_NEWER 4
 
+/* mkdir -p DIR (mode 0755), each directory it creates made durable in its
+ * parent (fsync; a checkpoint's own fsyncs cover its file and its
+ * directory's entry for it, not the entries of directories created for
+ * it; a parent that cannot be synced is warned about).  0, or -1 with errno
+ * set (ENAMETOOLONG for a path of PATH_MAX bytes or more). */
+int rdmaps_ckpt_mkdir(const char *dir);
+
 /* Take shard's lock in DIR (DIR/shard-<s>.lock, flock, exclusive, no wait)
  * and write this pid into it: one running ps per shard and logdir, so that
  * two jobs given the same --logdir do not write, replace and prune each

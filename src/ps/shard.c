@@ -15,14 +15,11 @@
  * the missing workers; with --logdir the shard is checkpointed every
  * --save_model_secs and at the end, and restored at start. */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/cluster.h"
 #include "common/lat.h"
@@ -366,55 +363,6 @@ static void on_init(struct shard *s, int i)
 
 /* ---- checkpoints ----------------------------------------------------- */
 
-/* fsync the directory that holds path p (its parent; "." for a name
- * without '/'): what makes a directory just created there survive a crash.
- * A filesystem that cannot fsync a directory (EINVAL) is warned about. */
-static void fsync_parent(const char *p)
-{
-	char d[PATH_MAX];
-	const char *slash = strrchr(p, '/');
-	if (!slash)
-		snprintf(d, sizeof(d), ".");
-	else if (slash == p)
-		snprintf(d, sizeof(d), "/");
-	else
-		snprintf(d, sizeof(d), "%.*s", (int)(slash - p), p);
-	int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) != 0)
-		fprintf(stderr, "rdmaps: warning: --logdir: fsync of %s after creating %s: %s (the new directory "
-			"may not survive a crash)\n", d, p, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-}
-
-/* mkdir -p, each directory it creates made durable in its parent (a
- * checkpoint's own fsyncs cover its file and its directory's entry for it,
- * not the entries of directories created for it; until stop 34 they were
- * not fsynced).  The cli keeps --logdir under 448 bytes. */
-static int mkdir_p(const char *dir)
-{
-	char p[PATH_MAX];
-	if (strlen(dir) >= sizeof(p)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *c = p + 1;; c++) {
-		if (*c == '/' || !*c) {
-			char save = *c;
-			*c = 0;
-			if (mkdir(p, 0755) == 0)
-				fsync_parent(p);
-			else if (errno != EEXIST)
-				return -1;
-			*c = save;
-			if (!save)
-				break;
-		}
-	}
-	return 0;
-}
-
 /* Save params of the current version, m, v, beta powers, global step.
  * Between two updates all of them belong to version G (one thread). */
 static void save_ckpt(struct shard *s)
@@ -447,7 +395,7 @@ static int restore_ckpt(struct shard *s)
 	const struct rdmaps_job *j = s->j;
 	struct rdmaps_ckpt_meta meta;
 	char path[1024] = "";
-	if (mkdir_p(j->logdir)) {
+	if (rdmaps_ckpt_mkdir(j->logdir)) {
 		fprintf(stderr, "ps %d: --logdir=%s: cannot create it: %s\n", j->task_index, j->logdir,
 			strerror(errno));
 		return 1;
