@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,6 +356,14 @@ static int same_layout(const char *path, const struct rdmaps_ckpt_meta *meta)
 }
 
 /* fsync the directory dir: 0, or -1 with errno set (not logged). */
+/* A filesystem that has no fsync for directories answers EINVAL (Linux's
+ * vfs_fsync_range when the directory's operations lack one; some FUSE,
+ * 9p and vboxsf mounts) or EOPNOTSUPP.  That is not a failed save: there
+ * is nothing more to ask of such a filesystem.  It is said once per
+ * process, and the save goes on (as PostgreSQL's fsync_fname does); every
+ * other error still fails. */
+static atomic_int dir_nosync_warned;
+
 static int sync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -362,6 +371,13 @@ static int sync_dir(const char *dir)
 		return -1;
 	int r = fsync(fd), e = errno;
 	close(fd);
+	if (r != 0 && (e == EINVAL || e == EOPNOTSUPP)) {
+		if (!atomic_exchange(&dir_nosync_warned, 1))
+			RDMAPS_WARN("checkpoint: the filesystem of %s cannot fsync a directory (%s): checkpoints "
+				    "are saved without it, so after a power loss the newest one's name may be "
+				    "missing and an older one restored (said once)", dir, strerror(e));
+		return 0;
+	}
 	errno = e;
 	return r;
 }
@@ -377,7 +393,7 @@ static int fsync_dir(const char *dir)
 
 /* The directory holding path p (its parent; "." for a name without '/')
  * synced, so that a directory just created there survives a crash; a
- * filesystem that cannot (EINVAL) gets a warning. */
+ * failure is a warning (a filesystem that cannot: sync_dir). */
 static void sync_parent(const char *p)
 {
 	char d[PATH_MAX];

@@ -1,6 +1,8 @@
 /* Checkpoint unit tests (cmocka).  argv[1] selects one test (ctest runs each
  * by name); without an argument all run. */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +25,24 @@
 #define SH 0x57a7e5ull /* this job's state hash (model, floats, placement) */
 
 static char tdir[256];
+
+/* Linked with --wrap=fsync: while dir_fsync_errno is set, the fsync of a
+ * directory fails with it, as on a filesystem without fsync for
+ * directories (EINVAL) or with a failing disk (EIO).  Files sync as usual. */
+static int dir_fsync_errno, dir_fsyncs;
+int __real_fsync(int fd);
+int __wrap_fsync(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		dir_fsyncs++;
+		if (dir_fsync_errno) {
+			errno = dir_fsync_errno;
+			return -1;
+		}
+	}
+	return __real_fsync(fd);
+}
 
 static int setup(void **state)
 {
@@ -596,6 +616,67 @@ static void t_unreadable(void **state)
 	expect_restored(20, p);
 }
 
+/* A filesystem that cannot fsync a directory (EINVAL): saves succeed and
+ * prune, the logdir's mkdir -p succeeds, and the ps says so once.  A real
+ * failure of a directory's fsync (EIO) still fails the save. */
+static void t_dir_nosync(void **state)
+{
+	(void)state;
+	char log[600], sub[600];
+	snprintf(log, sizeof(log), "%s/stderr.txt", tdir);
+	fflush(stderr);
+	int saved = dup(2), lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(saved >= 0 && lfd >= 0);
+	assert_int_equal(dup2(lfd, 2), 2);
+	close(lfd);
+	dir_fsync_errno = EINVAL;
+	for (uint64_t st = 10; st <= 40; st += 10)
+		save_step(st, 2);
+	snprintf(sub, sizeof(sub), "%s/new/logdir", tdir);
+	int made = rdmaps_ckpt_mkdir(sub);
+	float p[NF], m[NF], v[NF];
+	fill(p, 50);
+	fill(m, 1050);
+	fill(v, 2050);
+	struct rdmaps_ckpt_meta md = mk(50);
+	dir_fsync_errno = EIO;
+	int eio = rdmaps_ckpt_save(tdir, &md, p, m, v, 2);
+	dir_fsync_errno = 0;
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	assert_int_equal(made, 0);
+	struct stat sb;
+	assert_int_equal(stat(sub, &sb), 0);
+	assert_true(S_ISDIR(sb.st_mode));
+	assert_int_equal(rmdir(sub), 0);
+	*strrchr(sub, '/') = 0;
+	assert_int_equal(rmdir(sub), 0);
+	assert_int_equal(eio, RDMAPS_E_IO);
+	assert_true(dir_fsyncs >= 6); /* 4 saves, 2 new directories' parents, the failed save */
+	char buf[8192];
+	FILE *f = fopen(log, "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	unlink(log);
+	buf[n] = 0;
+	int said = 0;
+	for (const char *q = buf; (q = strstr(q, "cannot fsync a directory")) != NULL; q++)
+		said++;
+	if (said != 1 || !strstr(buf, "fsync dir"))
+		fprintf(stderr, "stderr of the saves:\n%s", buf);
+	assert_int_equal(said, 1);
+	assert_non_null(strstr(buf, "fsync dir")); /* the EIO one, as an error */
+	/* 50 was renamed into place before its directory's fsync failed; the
+	 * pruning of 40's save kept 30 and 40 */
+	assert_int_equal(count_files(), 3);
+	uint64_t got = 0;
+	assert_int_equal(restore(&got, p), RDMAPS_OK);
+	assert_int_equal(got, 50);
+	assert_int_equal(access(ckpt_path(20), F_OK), -1);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest all[] = {
@@ -619,10 +700,12 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(t_format1, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_newer, setup, teardown),
 		cmocka_unit_test_setup_teardown(t_dangling, setup, teardown),
+		cmocka_unit_test_setup_teardown(t_dir_nosync, setup, teardown),
 	};
 	const char *names[] = { "roundtrip", "no_slots", "prune", "prune_higher", "corrupt_any_byte", "truncated",
 				"layout_hash", "none_valid", "tmp_ignored", "unwritable", "parse_garbage", "huge_and_fifo",
-				"prune_foreign", "lock", "names", "unreadable", "other_workers", "format1", "newer", "dangling" };
+				"prune_foreign", "lock", "names", "unreadable", "other_workers", "format1", "newer", "dangling",
+				"dir_nosync" };
 	rdmaps_log_set_level(RDMAPS_LOG_WARN);
 	if (argc > 1) {
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
