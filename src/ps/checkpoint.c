@@ -355,13 +355,13 @@ static int same_layout(const char *path, const struct rdmaps_ckpt_meta *meta)
 	       resumable(&hd, meta->layout_hash, meta->state_hash, meta->nfloats);
 }
 
-/* fsync the directory dir: 0, or -1 with errno set (not logged). */
-/* A filesystem that has no fsync for directories answers EINVAL (Linux's
- * vfs_fsync_range when the directory's operations lack one; some FUSE,
- * 9p and vboxsf mounts) or EOPNOTSUPP.  That is not a failed save: there
- * is nothing more to ask of such a filesystem.  It is said once per
- * process, and the save goes on (as PostgreSQL's fsync_fname does); every
- * other error still fails. */
+/* fsync the directory dir: 0, or -1 with errno set (not logged).  A
+ * filesystem that has no fsync for directories answers EINVAL (Linux's
+ * vfs_fsync_range when the directory's operations lack one: 9p without
+ * .L, vboxsf) or, taken here too, EOPNOTSUPP.  That is not a failed save:
+ * there is nothing more to ask of such a filesystem.  It is logged once
+ * per process and counts as synced (PostgreSQL's fsync_fname_ext ignores
+ * EINVAL and EBADF for directories, silently); every other error fails. */
 static atomic_int dir_nosync_warned;
 
 static int sync_dir(const char *dir)
