@@ -84,14 +84,21 @@ static void fill(float *p, float base)
 		p[i] = base + (float)i * 0.5f;
 }
 
-static void save_step(uint64_t step, int keep)
+/* Save md with the sections of its step (params from step, m from step +
+ * 1000, v from step + 2000: what restore() checks); the save's status. */
+static int save_meta(const struct rdmaps_ckpt_meta *md, int keep)
 {
 	float p[NF], m[NF], v[NF];
-	fill(p, (float)step);
-	fill(m, (float)step + 1000);
-	fill(v, (float)step + 2000);
+	fill(p, (float)md->global_step);
+	fill(m, (float)md->global_step + 1000);
+	fill(v, (float)md->global_step + 2000);
+	return rdmaps_ckpt_save(tdir, md, p, m, v, keep);
+}
+
+static void save_step(uint64_t step, int keep)
+{
 	struct rdmaps_ckpt_meta md = mk(step);
-	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, m, v, keep), RDMAPS_OK);
+	assert_int_equal(save_meta(&md, keep), RDMAPS_OK);
 }
 
 static int restore(uint64_t *step, float *p)
@@ -461,13 +468,10 @@ static void t_other_workers(void **state)
 {
 	(void)state;
 	save_step(10, 5);
-	float p[NF], m[NF], v[NF];
-	fill(p, 20);
-	fill(m, 20 + 1000);
-	fill(v, 20 + 2000);
+	float p[NF];
 	struct rdmaps_ckpt_meta md = mk(20), out;
 	md.layout_hash = 0x777;
-	assert_int_equal(rdmaps_ckpt_save(tdir, &md, p, m, v, 5), RDMAPS_OK);
+	assert_int_equal(save_meta(&md, 5), RDMAPS_OK);
 	uint64_t s = 0;
 	assert_int_equal(restore(&s, p), RDMAPS_OK);
 	assert_int_equal(s, 20);
@@ -632,25 +636,18 @@ static void t_dir_nosync(void **state)
 	assert_int_equal(dup2(lfd, 2), 2);
 	close(lfd);
 	/* no assert until stderr is back: a failed one would leave it here */
-	float p[NF], m[NF], v[NF];
 	int rcs[4];
 	dir_fsyncs = 0;
 	dir_fsync_errno = EINVAL;
 	for (int i = 0; i < 4; i++) {
-		fill(p, (float)(10 * i + 10));
-		fill(m, (float)(10 * i + 10) + 1000);
-		fill(v, (float)(10 * i + 10) + 2000);
 		struct rdmaps_ckpt_meta md = mk((uint64_t)(10 * i + 10));
-		rcs[i] = rdmaps_ckpt_save(tdir, &md, p, m, v, 2);
+		rcs[i] = save_meta(&md, 2);
 	}
 	snprintf(sub, sizeof(sub), "%s/new/logdir", tdir);
 	int made = rdmaps_ckpt_mkdir(sub);
-	fill(p, 50);
-	fill(m, 1050);
-	fill(v, 2050);
 	struct rdmaps_ckpt_meta md = mk(50);
 	dir_fsync_errno = EIO;
-	int eio = rdmaps_ckpt_save(tdir, &md, p, m, v, 2);
+	int eio = save_meta(&md, 2);
 	dir_fsync_errno = 0;
 	fflush(stderr);
 	assert_int_equal(dup2(saved, 2), 2);
@@ -685,6 +682,7 @@ static void t_dir_nosync(void **state)
 	 * pruning of 40's save kept 30 and 40 */
 	assert_int_equal(count_files(), 3);
 	uint64_t got = 0;
+	float p[NF];
 	assert_int_equal(restore(&got, p), RDMAPS_OK);
 	assert_int_equal(got, 50);
 	assert_int_equal(access(ckpt_path(20), F_OK), -1);
