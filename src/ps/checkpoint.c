@@ -355,7 +355,8 @@ static int same_layout(const char *path, const struct rdmaps_ckpt_meta *meta)
 	       resumable(&hd, meta->layout_hash, meta->state_hash, meta->nfloats);
 }
 
-/* fsync the directory dir: 0, or -1 with errno set (not logged).  A
+/* fsync the directory dir: 0, or -1 with errno set (a failure is not
+ * logged here: the callers say what it cost).  A
  * filesystem that has no fsync for directories answers EINVAL (Linux's
  * vfs_fsync_range when the directory's operations lack one: 9p without
  * .L, vboxsf) or, taken here too, EOPNOTSUPP.  That is not a failed save:
