@@ -18,7 +18,9 @@
  * ran) is the mean of the two middle values.
  * The OpenBLAS core (kernel set) in use is printed and recorded in the JSON:
  * torch_ref.py inherits the environment, so OPENBLAS_CORETYPE applies to
- * both sides (PyTorch here calls the same system OpenBLAS).
+ * both sides (PyTorch here calls the same system OpenBLAS).  On a CPU that
+ * OpenBLAS does not know, the bench first runs itself again with the kernels
+ * rdmaps would take (kernels/blas_core.h), so both sides get those.
  */
 #include <math.h>
 #include <stdint.h>
@@ -27,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/blas_core.h"
 #include "kernels/model.h"
 #include "kernels/optim.h"
 
@@ -224,6 +227,7 @@ static int parse_list(const char *s, char out[][16], int max)
 
 int main(int argc, char **argv)
 {
+	rdm_blas_fix_core("kernels_bench", argv);
 	struct opts o = {.models = "mlp,lstm", .threads = "1,2", .python = "/usr/bin/python3",
 			 .blocks = 7, .warmup_steps = 50, .rounds = 1, .block_s = 0.3, .warmup_s = 1.0};
 	for (int i = 1; i < argc; i++) {

@@ -16,6 +16,7 @@
 #include "cli/devices.h"
 #include "cli/job.h"
 #include "cli/ports.h"
+#include "kernels/blas_core.h"
 #include "kernels/data.h"
 #include "kernels/train.h"
 #include "rdmaps_git.h"
@@ -26,7 +27,10 @@ static void version(void)
 {
 	printf("rdmaps %s (git %s, %s build)\n", RDMAPS_VERSION, RDMAPS_GIT, RDMAPS_BUILD_TYPE);
 	printf("transports: rdma (libibverbs, librdmacm), tcp\n");
-	printf("openblas: %s (kernels: %s)\n", openblas_get_config(), openblas_get_corename());
+	const char *ct = getenv("OPENBLAS_CORETYPE");
+
+	printf("openblas: %s (kernels: %s%s%s)\n", openblas_get_config(), openblas_get_corename(),
+	       ct ? ", OPENBLAS_CORETYPE=" : "", ct ? ct : "");
 }
 
 static void usage(FILE *f)
@@ -549,6 +553,11 @@ int main(int argc, char **argv)
 	struct rdmaps_job j;
 	int rc, download_only = 0;
 
+	/* the commands that compute, or start processes that do (not the
+	 * helpers ports and devices): on a CPU that OpenBLAS does not know,
+	 * run again with the kernels it supports (kernels/blas_core.h) */
+	if (!(argc > 1 && (!strcmp(argv[1], "ports") || !strcmp(argv[1], "devices"))))
+		rdm_blas_fix_core("rdmaps", argv);
 	if (argc > 1 && !strcmp(argv[1], "train"))
 		return rdm_train_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "ports"))

@@ -597,12 +597,38 @@ cli)
 	grep -q "^rdmaps launch: 1 ps ([^)]*), 1 workers ([^)]*), async$" "$out" \
 		|| fail "launch --worker_nice 0 still named a niceness for its workers"
 	echo "  launch --ps 1 --workers 1 --worker_nice 0 (values in the next word): trains"
+	# the tasks inherit the launcher's kernel set (below): said once at most
+	[ "$(grep -c 'OpenBLAS does not know this CPU' "$out")" -le 1 ] \
+		|| fail "launch and its tasks each said that OpenBLAS does not know this CPU"
 	# --version names the release and the commit (for bug reports)
 	"$bin" --version >"$out" 2>&1 || fail "rdmaps --version exited non-zero"
 	grep -Eq '^rdmaps [0-9]+[.][0-9]+[.][0-9]+ [(]git ([0-9a-f]{7,}(-dirty)?|unknown), [A-Za-z]+ build[)]$' "$out" \
 		|| fail "rdmaps --version did not print 'rdmaps X.Y.Z (git COMMIT, TYPE build)'"
 	grep -q '^openblas: ' "$out" || fail "rdmaps --version did not name its BLAS"
-	echo "  --version: $(head -1 "$out")"
+	echo "  --version: $(grep -E "^rdmaps [0-9]" "$out" | head -1)"
+	# OpenBLAS's kernel set: on a CPU that OpenBLAS does not know (its
+	# fallback Prescott, on a CPU with AVX) rdmaps runs again with the set
+	# the CPU supports and says so once; elsewhere, and whenever
+	# OPENBLAS_CORETYPE is given, OpenBLAS's choice stays (ports does not
+	# compute: it never runs again, so it shows OpenBLAS's own choice)
+	own=$(env -u OPENBLAS_CORETYPE OPENBLAS_VERBOSE=2 "$bin" ports 1 2>&1 >/dev/null | sed -n 's/^Core: //p' | head -1)
+	[ -n "$own" ] || fail "OpenBLAS did not name its kernel set (OPENBLAS_VERBOSE=2 rdmaps ports 1)"
+	env -u OPENBLAS_CORETYPE "$bin" --version >"$out" 2>&1 || fail "rdmaps --version (no OPENBLAS_CORETYPE) exited non-zero"
+	ran=$(sed -n 's/^openblas: .*(kernels: \([^,)]*\).*/\1/p' "$out")
+	said=$(grep -c 'OpenBLAS does not know this CPU' "$out")
+	if [ "$own" = Prescott ] && grep -qw avx /proc/cpuinfo; then
+		[ -n "$ran" ] && [ "$ran" != Prescott ] || fail "OpenBLAS took Prescott on a CPU with AVX and rdmaps kept it (ran '$ran')"
+		[ "$said" -eq 1 ] || fail "rdmaps said $said times (not once) that OpenBLAS does not know this CPU"
+		echo "  OpenBLAS took its fallback Prescott on this CPU: rdmaps ran with $ran and said so once"
+	else
+		[ "$ran" = "$own" ] || fail "rdmaps ran the $ran kernels where OpenBLAS chose $own"
+		[ "$said" -eq 0 ] || fail "rdmaps said that OpenBLAS does not know this CPU, where OpenBLAS chose $own"
+		echo "  OpenBLAS chose $own on this CPU: kept"
+	fi
+	OPENBLAS_CORETYPE=Prescott "$bin" --version >"$out" 2>&1 || fail "rdmaps --version (OPENBLAS_CORETYPE=Prescott) exited non-zero"
+	grep -q '(kernels: Prescott, OPENBLAS_CORETYPE=Prescott)$' "$out" && ! grep -q 'does not know this CPU' "$out" \
+		|| fail "an OPENBLAS_CORETYPE given was not kept, or not named by --version"
+	echo "  OPENBLAS_CORETYPE given: kept"
 	# SIGTERM to the launcher (a job scheduler's stop): every task stops,
 	# the launcher says so and exits 128 + 15
 	mdir=$(mktemp -d "${TMPDIR:-/tmp}/rdmaps-e2e-metrics-XXXXXX")
