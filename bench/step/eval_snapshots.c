@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/blas_core.h"
 #include "kernels/data.h"
 #include "kernels/model.h"
 
@@ -25,6 +26,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	rdm_blas_fix_core("eval_snapshots", argv); /* the kernels the tasks ran */
 	struct rdm_model_cfg mc = { .kind = RDM_MODEL_MLP, .hidden_units = 100, .max_batch = 1000, .threads = 1 };
 	const char *data_dir = NULL, *path = NULL;
 	struct rdm_images val = { 0 };

@@ -16,6 +16,7 @@
 #include "cli/job.h"
 #include "cli/outq.h"
 #include "cli/ports.h"
+#include "common/exec_self.h"
 #include "ps/layout.h"
 #include "worker/progress.h"
 
@@ -147,7 +148,7 @@ static pid_t spawn(struct task *t, char **argv, int inc)
 		if (inc > 0 && nice(inc) == -1 && errno) /* raising it is always allowed */
 			fprintf(stderr, "rdmaps launch: nice(%d) failed (%s); this task runs at the launcher's priority\n",
 				inc, strerror(errno));
-		execv("/proc/self/exe", argv);
+		rdmaps_exec_self(argv); /* keeps the name rdmaps */
 		fprintf(stderr, "cannot exec /proc/self/exe: %s\n", strerror(errno));
 		_exit(127);
 	}

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
+#include "common/exec_self.h"
 #include "kernels/blas_core.h"
 
 const char *rdm_blas_core_for(const char *got, const char *env, unsigned feats)
@@ -59,7 +59,11 @@ void rdm_blas_fix_core(const char *who, char **argv)
 			strerror(errno), got);
 		return;
 	}
-	execv("/proc/self/exe", argv);
-	fprintf(stderr, "%s: could not run /proc/self/exe again (%s); going on with %s\n", who,
-		strerror(errno), got);
+	rdmaps_exec_self(argv);
+	int e = errno;
+	/* going on with OpenBLAS's set: so must the processes this one
+	 * starts, or a reference and the tasks it is compared with differ */
+	unsetenv("OPENBLAS_CORETYPE");
+	fprintf(stderr, "%s: could not run itself again (%s); going on with %s\n", who, strerror(e),
+		got);
 }

@@ -27,12 +27,14 @@ const char *rdm_blas_core_for(const char *got, const char *env, unsigned feats);
 /* This CPU's RDM_CPU_* features (0 off x86-64). */
 unsigned rdm_cpu_feats(void);
 
-/* At the start of main(), before any thread: where rdm_blas_core_for()
- * names a better set for this process, say so on stderr (`who`: the
- * program's name), set OPENBLAS_CORETYPE and execute /proc/self/exe again
- * with the same argv, so that OpenBLAS loads anew with that set; processes
- * it starts inherit the variable.  Returns only when nothing was to be done
- * or the exec failed (said on stderr; the variable stays set for children). */
+/* At the start of main(), before the program starts any thread of its own:
+ * where rdm_blas_core_for() names a better set for this process, say so on
+ * stderr (`who`: the program's name), set OPENBLAS_CORETYPE and execute the
+ * program (its path from /proc/self/exe) again with the same argv, so that
+ * OpenBLAS loads anew with that set; processes it starts inherit the
+ * variable.  Returns only when nothing was to be done or the exec failed
+ * (said on stderr; the variable is then unset again, so that this process
+ * and those it starts all keep OpenBLAS's set). */
 void rdm_blas_fix_core(const char *who, char **argv);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/status.h"
+#include "kernels/blas_core.h"
 #include "kernels/train.h"
 
 static int num(const char *s, double lo, double hi, double *out)
@@ -29,6 +30,8 @@ static int num(const char *s, double lo, double hi, double *out)
 
 int main(int argc, char **argv)
 {
+	/* the kernels `rdmaps train` runs with (kernels/blas_core.h) */
+	rdm_blas_fix_core("kern_test_accuracy", argv);
 	if (argc < 5 || argc > 9) {
 		fprintf(stderr, "usage: %s mlp|lstm DATA_DIR EPOCHS MIN_ACC [THREADS [LR [NSEEDS [MEAN_MIN]]]]\n",
 			argv[0]);
