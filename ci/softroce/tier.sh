@@ -22,7 +22,8 @@ echo "== rdmaps devices $addr"
 # Opteron (SSE2) kernels. Which kernel set runs fastest under TCG depends on
 # the host: on a Zen 2 host Haswell's (FMA) made train_rdma_sync 1.8x and
 # train_rdma_lstm 1.2x faster; on an AVX-512 host they made the lstm test
-# 1.7x slower (docs/ci.md). So in the VM, unless OPENBLAS_CORETYPE is given,
+# 1.7x slower, and on the AVX-512 Xeon of stop 36 the sgemm shapes 6.6x
+# slower (docs/ci.md). So in the VM, unless OPENBLAS_CORETYPE is given,
 # time the models' sgemm shapes on MNIST-like inputs (blas_shapes) under each
 # candidate and take the fastest (by 5%: else the earlier in the list);
 # every later process inherits it, in both modes (test and bench).
