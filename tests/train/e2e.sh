@@ -357,11 +357,14 @@ over_aggregate)
 	check_accounting 5
 	;;
 cli)
+	# the line rdmaps prints when it replaces OpenBLAS's fallback kernels
+	# (kernels/blas_core.h)
+	blas_notice='OpenBLAS does not know this CPU'
 	expect2() {
 		"$bin" "$@" >"$out" 2>&1; rc=$?
 		[ $rc -eq 2 ] || fail "'rdmaps $*' exited $rc, expected 2"
-		# the kernel-set notice (kernels/blas_core.h) is not the message
-		grep -v 'OpenBLAS does not know this CPU' "$out" | grep -Eq "rdmaps( launch| train)?:" \
+		# the kernel-set notice is not the message
+		grep -v "$blas_notice" "$out" | grep -Eq "rdmaps( launch| train)?:" \
 			|| fail "'rdmaps $*' printed no message"
 	}
 	expect2 --bogus_flag=1
@@ -607,21 +610,20 @@ cli)
 		|| fail "launch --worker_nice 0 still named a niceness for its workers"
 	echo "  launch --ps 1 --workers 1 --worker_nice 0 (values in the next word): trains"
 	# the tasks inherit the launcher's kernel set: said once for all, or never
-	said=$(grep -c 'OpenBLAS does not know this CPU' "$out")
+	said=$(grep -c "$blas_notice" "$out")
 	[ "$said" -eq "$fix" ] || fail "launch (OpenBLAS's own set $own) said $said times that OpenBLAS does not know this CPU, expected $fix"
-	# --version names the release and the commit (for bug reports)
-	"$bin" --version >"$out" 2>&1 || fail "rdmaps --version exited non-zero"
-	grep -Eq '^rdmaps [0-9]+[.][0-9]+[.][0-9]+ [(]git ([0-9a-f]{7,}(-dirty)?|unknown), [A-Za-z]+ build[)]$' "$out" \
-		|| fail "rdmaps --version did not print 'rdmaps X.Y.Z (git COMMIT, TYPE build)'"
-	grep -q '^openblas: ' "$out" || fail "rdmaps --version did not name its BLAS"
-	echo "  --version: $(grep -E "^rdmaps [0-9]" "$out" | head -1)"
+	# --version names the release and the commit (for bug reports), and
 	# OpenBLAS's kernel set: on a CPU that OpenBLAS does not know (its
 	# fallback Prescott, on a CPU with AVX) rdmaps runs again with the set
 	# the CPU supports and says so once; elsewhere, and whenever
 	# OPENBLAS_CORETYPE is given, OpenBLAS's choice stays
-	env -u OPENBLAS_CORETYPE "$bin" --version >"$out" 2>&1 || fail "rdmaps --version (no OPENBLAS_CORETYPE) exited non-zero"
+	env -u OPENBLAS_CORETYPE "$bin" --version >"$out" 2>&1 || fail "rdmaps --version exited non-zero"
+	grep -Eq '^rdmaps [0-9]+[.][0-9]+[.][0-9]+ [(]git ([0-9a-f]{7,}(-dirty)?|unknown), [A-Za-z]+ build[)]$' "$out" \
+		|| fail "rdmaps --version did not print 'rdmaps X.Y.Z (git COMMIT, TYPE build)'"
+	grep -q '^openblas: ' "$out" || fail "rdmaps --version did not name its BLAS"
+	echo "  --version: $(grep -E "^rdmaps [0-9]" "$out" | head -1)"
 	ran=$(sed -n 's/^openblas: .*(kernels: \([^,)]*\).*/\1/p' "$out")
-	said=$(grep -c 'OpenBLAS does not know this CPU' "$out")
+	said=$(grep -c "$blas_notice" "$out")
 	if [ $fix -eq 1 ]; then
 		[ -n "$ran" ] && [ "$ran" != Prescott ] || fail "OpenBLAS took Prescott on a CPU with AVX and rdmaps kept it (ran '$ran')"
 		[ "$said" -eq 1 ] || fail "rdmaps said $said times (not once) that OpenBLAS does not know this CPU"
