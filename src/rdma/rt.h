@@ -296,7 +296,8 @@ int rt_cmp_swap(struct rt_conn *c, uint32_t lid, size_t loff, uint32_t rid,
 		uint64_t roff, uint64_t expect, uint64_t desired,
 		uint64_t wr_id, unsigned flags);
 
-/* Poll up to max completions, waiting up to timeout_ms (0 = do not wait).
+/* Poll up to max completions, waiting up to timeout_ms (0 = do not wait,
+ * but take what has arrived: every backend looks once).
  * Returns the number (>= 0) or a negative status (RDMAPS_E_PEER_GONE when
  * the connection broke; pending operations then complete with an error).
  * The status of a failed remote access is RDMAPS_E_REMOTE_ACCESS. */
@@ -304,7 +305,8 @@ int rt_poll(struct rt_conn *c, struct rt_completion *comps, int max,
 	    int timeout_ms);
 
 /* Convenience: post nothing, wait until every operation posted so far on c
- * (signaled or not) has completed; returns the first error seen. */
+ * (signaled or not) has completed; returns the first error seen, or
+ * RDMAPS_E_TIMEOUT (timeout_ms 0: one look at what has arrived). */
 int rt_flush(struct rt_conn *c, int timeout_ms);
 
 /* --- capabilities ---------------------------------------------------------- */

@@ -395,21 +395,49 @@ static int harvest(struct tcp_conn *t, struct rt_completion *comps, int max)
 	return n;
 }
 
+/* A timeout of 0 (or one run out) is "do not wait", not "do not look":
+ * one non-blocking read of the replies already in the socket, as verbs
+ * polls its CQ, before saying there is nothing.  Without it rt_poll(c, ..,
+ * 0) only handed out what an earlier wait had read: the ps's reap and its
+ * duplicate-index check (poll_dup) never saw a liveness answer, a failed
+ * release or a hang-up over TCP.  1 when it looked (the caller harvests
+ * again), 0 when there is nothing it could find. */
+static int look_once(struct rt_conn *c, int *looked)
+{
+	struct tcp_conn *t = c->backend;
+
+	if (*looked || t->broken || t->acked == t->head)
+		return 0;
+	*looked = 1;
+	progress_rx(c, 0);
+	return 1;
+}
+
 int tcp_poll(struct rt_conn *c, struct rt_completion *comps, int max, int timeout_ms)
 {
 	struct tcp_conn *t = c->backend;
 	uint64_t deadline = rt_now_ms() + (uint64_t)timeout_ms;
-	int n;
+	int looked = 0, n;
 
+	if (max == 0) {
+		look_once(c, &looked);
+		return t->broken && t->tail == t->acked ? t->broken : 0;
+	}
 	for (;;) {
+		int left;
+
 		n = harvest(t, comps, max);
-		if (n > 0 || max == 0)
+		if (n > 0)
 			return n;
 		if (t->broken)
 			return t->broken;
-		if (!rt_remaining_ms(deadline))
+		left = rt_remaining_ms(deadline);
+		if (!left) {
+			if (look_once(c, &looked))
+				continue;
 			return 0;
-		wait_rx(c, rt_remaining_ms(deadline));
+		}
+		wait_rx(c, left);
 	}
 }
 
@@ -417,7 +445,7 @@ int tcp_flush(struct rt_conn *c, int timeout_ms)
 {
 	struct tcp_conn *t = c->backend;
 	uint64_t deadline = rt_now_ms() + (uint64_t)timeout_ms;
-	int rc;
+	int looked = 0, rc;
 
 	if (!t->broken && t->acked != t->head &&
 	    !slot_of(t, t->head - 1)->want_reply) {
@@ -429,9 +457,14 @@ int tcp_flush(struct rt_conn *c, int timeout_ms)
 			goto out;
 	}
 	while (!t->broken && t->acked != t->head) {
-		if (!rt_remaining_ms(deadline))
+		int left = rt_remaining_ms(deadline);
+
+		if (!left) {
+			if (look_once(c, &looked))
+				continue;
 			return RDMAPS_E_TIMEOUT;
-		wait_rx(c, rt_remaining_ms(deadline));
+		}
+		wait_rx(c, left);
 	}
 out:
 	reap_silent(t);

@@ -878,6 +878,34 @@ static int t_depth(struct client *c)
 	return 0;
 }
 
+/* A timeout of 0 does not wait but does look: a signaled op's completion
+ * is found by polls of 0 alone once the answer came, and flushes of 0 end
+ * once the target answered.  Until stop 37 (2026-12-08) the TCP backend
+ * only handed out what an earlier wait had read: neither ever succeeded,
+ * and the ps's rt_poll(.., 0) of a liveness answer (poll_dup) saw nothing. */
+static int t_zero_timeout(struct client *c)
+{
+	struct rt_completion cmp[4];
+	struct timespec t0;
+	int n, rc, polls = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(rt_read(c->conn, L_BUF, 0, G_BIG, 0, 8, 77, RT_F_SIGNALED) == 0, "post the read");
+	while ((n = rt_poll(c->conn, cmp, 4, 0)) == 0 && ms_since(&t0) < TMO) {
+		polls++;
+		usleep(1000);
+	}
+	CHECK(n == 1 && cmp[0].wr_id == 77 && cmp[0].status == 0,
+	      "polls of timeout 0 for %.0f ms (%d of them): %d", ms_since(&t0), polls, n);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(rt_write(c->conn, L_BUF, 0, G_BIG, 0, 8, 78, 0) == 0, "post the write");
+	while ((rc = rt_flush(c->conn, 0)) == RDMAPS_E_TIMEOUT && ms_since(&t0) < TMO)
+		usleep(1000);
+	CHECK(rc == 0, "flushes of timeout 0 for %.0f ms: %s", ms_since(&t0), rdmaps_strerror(rc));
+	CHECK(rt_poll(c->conn, cmp, 4, 0) == 0, "extra completion");
+	return 0;
+}
+
 /* listening on the target's port (another process holds it) fails with a
  * status that says so, and leaves no listener behind */
 static int t_addr_in_use(struct rt_ctx *ctx, uint16_t port)
@@ -1019,6 +1047,7 @@ int main(int argc, char **argv)
 	RUN("2000 unsignaled 8 KiB reads, posts wait for room", t_read_pipeline(&c));
 	RUN("cmp-swap semantics", t_cas(&c));
 	RUN("outstanding-op bound (AGAIN) and completion order", t_depth(&c));
+	RUN("poll and flush with timeout 0 look without waiting", t_zero_timeout(&c));
 	RUN("no allocation on the hot path (post/poll/flush)", t_no_malloc(&c));
 	RUN("rt_reject -> REFUSED, rt_reject_status(MISMATCH) -> MISMATCH", t_reject(ctx, port));
 	RUN("fetch-add from 4 peers + target-local adds", t_adders_sum(&c, adders));
