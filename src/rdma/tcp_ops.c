@@ -243,6 +243,13 @@ static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 			if (!deadline)
 				deadline = rt_now_ms() + (uint64_t)t->io_timeout_ms;
 			rc = tcp_poll_serving(c->ctx, &p, rt_remaining_ms(deadline));
+			if (rc < 0 && errno != EINTR) {
+				/* as wait_rx: a poll that keeps failing would
+				 * spin here past the deadline */
+				RDMAPS_ERR("tcp: poll failed: %s", strerror(errno));
+				tcp_conn_break(c, RDMAPS_E_IO);
+				return RDMAPS_E_IO;
+			}
 			if (rc == 0) {
 				rt_conn_set_err(c, "tcp: send stalled for %d ms", t->io_timeout_ms);
 				tcp_conn_break(c, RDMAPS_E_TIMEOUT);
@@ -255,8 +262,12 @@ static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 			}
 			continue;
 		}
-		tcp_conn_break(c, RDMAPS_E_PEER_GONE);
-		return RDMAPS_E_PEER_GONE;
+		/* as progress_rx: what tcp_errno_status calls an I/O error
+		 * (EFAULT, EINVAL, ...) says so; a reset, a closed peer or no
+		 * buffers PEER_GONE (it said PEER_GONE for every errno) */
+		tcp_conn_break(c, n < 0 && tcp_errno_status(errno) == RDMAPS_E_IO ? RDMAPS_E_IO
+										 : RDMAPS_E_PEER_GONE);
+		return t->broken;
 	}
 	return RDMAPS_OK;
 }
