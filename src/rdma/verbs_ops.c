@@ -314,6 +314,14 @@ int verbs_poll(struct rt_conn *c, struct rt_completion *comps, int max, int time
 				start = now;
 				deadline = now + (uint64_t)timeout_ms;
 			} else if (idle_pass(c, now, start, deadline)) {
+				/* a wait shorter than the spin budget never
+				 * slept, so never read the rdma_cm events:
+				 * read them once (non-blocking), as tcp's wait
+				 * sees a hang-up.  A worker's token wait polls
+				 * with 1 ms and nothing outstanding: a ps that
+				 * disconnected showed only at --timeout */
+				if (verbs_check_cm_events(c) && !vc->stash_n)
+					return vc->broken;
 				return 0;
 			}
 		}

@@ -608,7 +608,11 @@ static int recover(struct worker *w, int p, int rc)
 }
 
 /* Waited --barrier_timeout for a release of ps p: READ its header and name
- * the workers its aggregation lacks.  The READ's completion comes after those
+ * the workers its aggregation lacks (async: say that the ps answers; the
+ * READ is then the wait's only check that the ps is there: over verbs a
+ * ps that died between taking a push and releasing it left the worker
+ * nothing outstanding to fail, and it waited out --timeout, then stopped
+ * as if the ps were alive; until stop 37 only sync workers read).  The READ's completion comes after those
  * of the pushes not reaped yet (an ordered transport): all are waited for
  * (wait_comp counts; counting only the READ's took a push's completion, and
  * the next reap then waited for one that never came: a ps paused for more
@@ -624,6 +628,13 @@ static int barrier_report(struct worker *w, int p, double start, double end)
 	if (rc || (rc = wait_comp(sh, sh->unreaped + 1, left_ms > 0 ? left_ms : 0, "header read", p)))
 		return rc;
 	sh->unreaped = 0;
+	if (!w->j->sync) {
+		/* async: no barrier, no one missing; the READ asked whether the
+		 * ps is there at all (a dead one fails it: the caller recovers) */
+		fprintf(stderr, "Worker %d: waited %.0f s for ps %d to take my gradient; it answers a read: "
+			"waiting on (up to --timeout)\n", w->me, rdmaps_now() - start, p);
+		return 0;
+	}
 	fprintf(stderr, "Worker %d: barrier timeout: waited %.0f s for ps %d to release global step %llu; missing:",
 		w->me, rdmaps_now() - start, p, (unsigned long long)(sh->held == UINT64_MAX ? 0 : sh->held));
 	int any = 0;
@@ -680,7 +691,7 @@ static int wait_token(struct worker *w, int p)
 			if (c[k].status)
 				return c[k].status;
 		sh->unreaped = sh->unreaped > got ? sh->unreaped - got : 0;
-		if (j->sync && now >= next_msg && now <= end) {
+		if (now >= next_msg && now <= end) {
 			int rc = barrier_report(w, p, start, end);
 			if (rc && rc != RDMAPS_E_TIMEOUT)
 				return rc; /* a broken connection: the caller recovers */

@@ -171,6 +171,25 @@ ps_pause)
 	gap_=$(sed -n 's/^ps 0: the serve loop did not come round for \([0-9.]*\) s.*/\1/p' "$dir/ps0.log" | sort -n | tail -1)
 	[ -n "$gap_" ] && awk "BEGIN{exit !($gap_ >= 2.5)}" || fail "the ps did not say that it was stopped for 3 s (saw '$gap_')"
 	echo "  the ps: the serve loop did not come round for $gap_ s"
+	# async, one worker (200 ms per step): the pause finds it computing
+	# and then waiting to have its gradient taken; after --barrier_timeout
+	# it READs the ps's header to learn whether the ps is there at all (a
+	# dead ps fails that READ; until stop 37 only sync workers read, so
+	# over verbs an async worker whose ps died there waited out --timeout
+	# and stopped), says so once the stopped ps answers, and trains on
+	for t_ in ps0 w0; do rm -f "$dir/$t_.log"; done
+	f=(--train_steps=40 --sync_replicas=False --barrier_timeout=1 --straggler_task=0 --straggler_delay_ms=200)
+	start ps0 ps 0 1 ps0 "${f[@]}"
+	start w0 worker 0 1 w0 "${f[@]}"
+	wait_step "$dir/w0.log" 10 120 || fail "async: worker 0 did not reach global step 10"
+	kill -STOP "${pid[ps0]}"
+	sleep 3
+	kill -CONT "${pid[ps0]}"
+	wait_ok 180 w0 ps0
+	grep -q "waited [0-9]* s for ps 0 to take my gradient; it answers a read" "$dir/w0.log" \
+		|| fail "async: the worker did not read the stopped ps's header after --barrier_timeout"
+	! grep -q "barrier timeout" "$dir/w0.log" || fail "async: a barrier message from an async worker"
+	grep -h "take my gradient\|done after" "$dir"/w0.log "$dir"/ps0.log | sed 's/^/  async: /'
 	# the ps stays stopped: every worker gives up within --timeout
 	for t_ in ps0 w0 w1; do rm -f "$dir/$t_.log"; done
 	# (worker 0 computes 5 ms per step, so that worker 1 mostly waits for

@@ -127,6 +127,51 @@ ps_restart)
 	check_ps_restored "$steps"
 	grep -h "transport\|lost ps\|reconnected\|restored\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
 	;;
+ps_async_stop_kill)
+	# async: the ps is stopped (SIGSTOP), so that both workers finish their
+	# pull and push (rxe serves them without the ps's CPU) and then wait,
+	# with nothing outstanding, for the ps to take their gradients; then it
+	# is SIGKILLed.  Each worker learns it from the header READ it makes
+	# after --barrier_timeout (2 s), reconnects and trains on with the
+	# restarted ps.  Until stop 37 only sync workers made that READ: an
+	# async one waited out --timeout (60 s here) and stopped ("no release
+	# from ps 0 within 60 s"), exit 1
+	f="--train_steps=$steps --sync_replicas=False --barrier_timeout=2 --logdir=$dir/ckpt --save_model_secs=1 --recovery_timeout=90"
+	# shellcheck disable=SC2086
+	start_ps ps0 2 $f
+	# shellcheck disable=SC2086
+	for i in 0 1; do start w$i worker $i 2 $f; done
+	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 240 \
+		|| fail "the ps saved no checkpoint within 240 s"
+	saved=$(saved_step "$dir/ps0.log")
+	wait_step "$dir/w0.log" $((saved + 2)) 240 || fail "training did not go on after the save"
+	kill -STOP "$(cat "$dir/ps0.pid")"
+	sleep 1
+	saved=$(saved_step "$dir/ps0.log")
+	kill9 ps0
+	wait_exit ps0 30
+	t0_=$(now)
+	for i_ in 0 1; do
+		wait_for "$dir/w$i_.log" "Worker $i_: lost ps 0" 50 || fail "worker $i_ did not report the lost ps within 50 s"
+	done
+	echo "  stopped, then killed the ps (its last checkpoint: global step $saved); both workers lost it within $(($(now) - t0_)) s"
+	# shellcheck disable=SC2086
+	start ps0b ps 0 2 $f
+	wait_ok 240 w0 w1 ps0b
+	# (a save may have completed between the STOP and its line)
+	restored=$(sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0b.log")
+	[ -n "$restored" ] && [ "$restored" -ge "$saved" ] \
+		|| fail "the restarted ps restored '$restored', not global step $saved or later"
+	for i_ in 0 1; do
+		grep -q "Worker $i_: reconnected to ps 0" "$dir/w$i_.log" || fail "worker $i_ did not report reconnecting"
+		grep -q "validation cross entropy" "$dir/w$i_.log" || fail "worker $i_ did not finish"
+	done
+	# (async: the workers stop once they pulled a step >= --train_steps;
+	# gradients pushed on the way still count)
+	final_=$(sed -n 's/.*done after .*: global step \([0-9]*\), .*/\1/p' "$dir/ps0b.log")
+	[ -n "$final_" ] && [ "$final_" -ge "$steps" ] || fail "final global step '$final_' is below $steps"
+	grep -h "lost ps\|reconnected\|restored\|done after\|validation cross entropy" "$dir"/*.log | sed 's/^/  /'
+	;;
 worker_rejoin)
 	f="--train_steps=$steps --barrier_timeout=2"
 	# shellcheck disable=SC2086
@@ -179,6 +224,6 @@ duplicate)
 	for l in w0 w1b; do grep -q "validation cross entropy" "$dir/$l.log" || fail "$l did not finish"; done
 	grep -h "lost worker\|connected again\|rejoined\|done after" "$dir/ps0.log" | sed 's/^/  /'
 	;;
-*) echo "usage: kill_posix.sh BIN TRANSPORT DATA_DIR worker_backup|ps_restart|worker_rejoin|duplicate"; exit 2 ;;
+*) echo "usage: kill_posix.sh BIN TRANSPORT DATA_DIR worker_backup|ps_restart|ps_async_stop_kill|worker_rejoin|duplicate"; exit 2 ;;
 esac
 echo "PASSED: $case over $tr"
