@@ -612,9 +612,9 @@ static int recover(struct worker *w, int p, int rc)
  * READ is then the wait's only check that the ps is there: over verbs a
  * ps that died between taking a push and releasing it left the worker
  * nothing outstanding to fail, and it waited out --timeout, then stopped
- * as if the ps were alive; until stop 37 only sync workers read).  The READ's completion comes after those
- * of the pushes not reaped yet (an ordered transport): all are waited for
- * (wait_comp counts; counting only the READ's took a push's completion, and
+ * as if the ps were alive; until stop 37 only sync workers read).  The
+ * READ's completion comes after those of the pushes not reaped yet (an
+ * ordered transport): all are waited for (wait_comp counts; counting only the READ's took a push's completion, and
  * the next reap then waited for one that never came: a ps paused for more
  * than --barrier_timeout failed the job), and no longer than the token
  * wait's own deadline (a hung ps: it waited a whole --timeout more).
