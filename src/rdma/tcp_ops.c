@@ -81,6 +81,28 @@ static int on_reply(struct rt_conn *c, const struct tcp_frame *f)
 	return RDMAPS_OK;
 }
 
+/* The ops socket failed with errno err (a recv or a send): break the
+ * connection with RDMAPS_E_IO where tcp_errno_status calls it an I/O error
+ * (EFAULT, EINVAL, ...), else RDMAPS_E_PEER_GONE (a reset, a closed peer,
+ * no buffers: the worker reconnects on both).  Returns the status. */
+static int break_on_errno(struct rt_conn *c, int err)
+{
+	struct tcp_conn *t = c->backend;
+
+	tcp_conn_break(c, tcp_errno_status(err) == RDMAPS_E_IO ? RDMAPS_E_IO : RDMAPS_E_PEER_GONE);
+	return t->broken;
+}
+
+/* A poll of the ops socket failed (not EINTR): say so and break the
+ * connection with RDMAPS_E_IO (a poll that keeps failing would otherwise
+ * be retried until some deadline, or for ever). */
+static int break_on_poll_error(struct rt_conn *c)
+{
+	RDMAPS_ERR("tcp: poll failed: %s", strerror(errno));
+	tcp_conn_break(c, RDMAPS_E_IO);
+	return RDMAPS_E_IO;
+}
+
 /* Consume whatever replies are readable now; stops early once every posted
  * op is complete (no reply can be pending then).  The ops socket is in
  * blocking mode: with block set, the first recv() waits up to the socket's
@@ -137,9 +159,7 @@ static int progress_rx(struct rt_conn *c, int block)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return RDMAPS_OK;
-		tcp_conn_break(c, tcp_errno_status(errno) == RDMAPS_E_IO ? RDMAPS_E_IO
-									: RDMAPS_E_PEER_GONE);
-		return t->broken;
+		return break_on_errno(c, errno);
 	}
 }
 
@@ -182,11 +202,8 @@ static int wait_rx(struct rt_conn *c, int timeout_ms)
 	if (tc->caller) {
 		struct pollfd p = { .fd = t->ofd, .events = POLLIN };
 
-		if (tcp_poll_serving(c->ctx, &p, timeout_ms) < 0 && errno != EINTR) {
-			RDMAPS_ERR("tcp: poll failed: %s", strerror(errno));
-			tcp_conn_break(c, RDMAPS_E_IO);
-			return RDMAPS_E_IO;
-		}
+		if (tcp_poll_serving(c->ctx, &p, timeout_ms) < 0 && errno != EINTR)
+			return break_on_poll_error(c);
 		return progress_rx(c, 0);
 	}
 	if (timeout_ms != t->rcvtimeo_ms) {
@@ -243,13 +260,8 @@ static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 			if (!deadline)
 				deadline = rt_now_ms() + (uint64_t)t->io_timeout_ms;
 			rc = tcp_poll_serving(c->ctx, &p, rt_remaining_ms(deadline));
-			if (rc < 0 && errno != EINTR) {
-				/* as wait_rx: a poll that keeps failing would
-				 * spin here past the deadline */
-				RDMAPS_ERR("tcp: poll failed: %s", strerror(errno));
-				tcp_conn_break(c, RDMAPS_E_IO);
-				return RDMAPS_E_IO;
-			}
+			if (rc < 0 && errno != EINTR)
+				return break_on_poll_error(c); /* (it spun past the deadline) */
 			if (rc == 0) {
 				rt_conn_set_err(c, "tcp: send stalled for %d ms", t->io_timeout_ms);
 				tcp_conn_break(c, RDMAPS_E_TIMEOUT);
@@ -262,12 +274,8 @@ static int send_frame(struct rt_conn *c, const uint8_t *data, uint64_t dlen)
 			}
 			continue;
 		}
-		/* as progress_rx: what tcp_errno_status calls an I/O error
-		 * (EFAULT, EINVAL, ...) says so; a reset, a closed peer or no
-		 * buffers PEER_GONE (it said PEER_GONE for every errno) */
-		tcp_conn_break(c, n < 0 && tcp_errno_status(errno) == RDMAPS_E_IO ? RDMAPS_E_IO
-										 : RDMAPS_E_PEER_GONE);
-		return t->broken;
+		/* (it said PEER_GONE for every errno until stop 37) */
+		return break_on_errno(c, n < 0 ? errno : EPIPE);
 	}
 	return RDMAPS_OK;
 }
