@@ -141,10 +141,7 @@ ps_async_stop_kill)
 	start_ps ps0 2 $f
 	# shellcheck disable=SC2086
 	for i in 0 1; do start w$i worker $i 2 $f; done
-	wait_for "$dir/ps0.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" 240 \
-		|| fail "the ps saved no checkpoint within 240 s"
-	saved=$(saved_step "$dir/ps0.log")
-	wait_step "$dir/w0.log" $((saved + 2)) 240 || fail "training did not go on after the save"
+	save_then_wait ps0 "the ps" 240 2
 	kill -STOP "$(cat "$dir/ps0.pid")"
 	sleep 1
 	saved=$(saved_step "$dir/ps0.log")
@@ -159,13 +156,10 @@ ps_async_stop_kill)
 	start ps0b ps 0 2 $f
 	wait_ok 240 w0 w1 ps0b
 	# (a save may have completed between the STOP and its line)
-	restored=$(sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0b.log")
+	restored=$(restored_step "$dir/ps0b.log")
 	[ -n "$restored" ] && [ "$restored" -ge "$saved" ] \
 		|| fail "the restarted ps restored '$restored', not global step $saved or later"
-	for i_ in 0 1; do
-		grep -q "Worker $i_: reconnected to ps 0" "$dir/w$i_.log" || fail "worker $i_ did not report reconnecting"
-		grep -q "validation cross entropy" "$dir/w$i_.log" || fail "worker $i_ did not finish"
-	done
+	check_reconnected_finished
 	# (async: the workers stop once they pulled a step >= --train_steps;
 	# gradients pushed on the way still count)
 	final_=$(sed -n 's/.*done after .*: global step \([0-9]*\), .*/\1/p' "$dir/ps0b.log")

@@ -51,15 +51,24 @@ wait_step() {
 saved_step() {
 	sed -n 's/.*saved checkpoint .*(global step \([0-9]*\)).*/\1/p' "$1" | tail -1
 }
-# save_then_kill PS WHO SECS MORE: waits (up to SECS s each) for the ps task
+# the global step of the checkpoint a restarted ps log says it restored
+restored_step() {
+	sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$1"
+}
+# save_then_wait PS WHO SECS MORE: waits (up to SECS s each) for the ps task
 # PS to save a checkpoint past global step 0 (WHO: how a failure names it),
-# then for worker 0 to print MORE steps past it, then kills PS with the
-# sourcing script's kill9 NAME; $saved: that checkpoint's global step
-save_then_kill() {
+# then for worker 0 to print MORE steps past it; $saved: that checkpoint's
+# global step
+save_then_wait() {
 	wait_for "$dir/$1.log" "saved checkpoint .*\(global step [1-9][0-9]*\)" "$3" \
 		|| fail "$2 saved no checkpoint within $3 s"
 	saved=$(saved_step "$dir/$1.log")
 	wait_step "$dir/w0.log" $((saved + $4)) "$3" || fail "training did not go on after the save"
+}
+# save_then_kill PS WHO SECS MORE: save_then_wait, then kills PS with the
+# sourcing script's kill9 NAME
+save_then_kill() {
+	save_then_wait "$@"
 	kill9 "$1"
 }
 # wait_ok SECS NAME...: each task ends within SECS s, with exit status 0
@@ -108,7 +117,7 @@ ps_killed() {
 # update of the gradients pushed at G, and saved G + 1, before the kill and
 # before any worker pulled it: seen once in the VM, reached 4, saved 5.)
 check_ps_restored() {
-	restored=$(sed -n 's/.*restored checkpoint .*(global step \([0-9]*\)).*/\1/p' "$dir/ps0b.log")
+	restored=$(restored_step "$dir/ps0b.log")
 	[ -n "$restored" ] || fail "the restarted ps restored no checkpoint"
 	[ "$restored" -ge "$saved" ] || fail "restored global step $restored, but $saved was saved before the kill"
 	[ "$restored" -le $((reached + 1)) ] ||
@@ -116,11 +125,15 @@ check_ps_restored() {
 	lost=$((reached - restored))
 	[ "$lost" -ge 0 ] || lost=0
 	echo "  restored global step $restored; steps lost: $lost (all made after the last checkpoint)"
+	check_reconnected_finished
+	grep -q "global step $1, " "$dir/ps0b.log" || fail "final global step is not $1"
+}
+# workers w0 and w1 both reported reconnecting to ps 0 and finished
+check_reconnected_finished() {
 	for i_ in 0 1; do
 		grep -q "Worker $i_: reconnected to ps 0" "$dir/w$i_.log" || fail "worker $i_ did not report reconnecting"
 		grep -q "validation cross entropy" "$dir/w$i_.log" || fail "worker $i_ did not finish"
 	done
-	grep -q "global step $1, " "$dir/ps0b.log" || fail "final global step is not $1"
 }
 
 # The worker_rejoin case of both kill scripts (ps0, w0, w1 are the logs of
